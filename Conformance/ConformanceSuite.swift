@@ -1,0 +1,121 @@
+import Foundation
+import StrataEngine
+
+/// An engine to check: how to open a store of it in a directory.
+///
+/// ```swift
+/// let subject = EngineUnderTest(name: "lmdb", capabilities: [.persistent, .multiProcess]) { dir, options in
+///     try LMDBEngine(path: dir, options: options)
+/// }
+/// let report = ConformanceSuite.run(subject)
+/// precondition(report.failures.isEmpty, report.description)
+/// ```
+public struct EngineUnderTest: Sendable {
+    public let name: String
+    /// The capabilities the engine declares; cases that need one it lacks are skipped and
+    /// listed as such (only things an engine may legitimately lack are capabilities).
+    public let capabilities: EngineCapabilities
+    /// Opens a store in `directory` with `options`. Each case gets a fresh, empty directory
+    /// (it exists and is empty when the case begins); an engine that keeps nothing on disk
+    /// may ignore it.
+    public let open: @Sendable (_ directory: String, _ options: EngineOptions) throws -> any KeyValueEngine
+
+    public init(
+        name: String, capabilities: EngineCapabilities,
+        open: @escaping @Sendable (_ directory: String, _ options: EngineOptions) throws -> any KeyValueEngine
+    ) {
+        self.name = name
+        self.capabilities = capabilities
+        self.open = open
+    }
+}
+
+/// One named behaviour of the contract.
+public struct ConformanceCase: Sendable {
+    /// The group, e.g. `"range"`.
+    public let group: String
+    /// The behaviour, e.g. `"lower inclusive, upper exclusive, reverse"`.
+    public let name: String
+    /// Capabilities the case needs; it is skipped on engines without them.
+    public let requires: EngineCapabilities
+    let body: @Sendable (CaseContext) throws -> Void
+
+    public init(_ group: String, _ name: String, requires: EngineCapabilities = [], _ body: @escaping @Sendable (CaseContext) throws -> Void) {
+        self.group = group
+        self.name = name
+        self.requires = requires
+        self.body = body
+    }
+
+    /// `group/name`, unique in the suite.
+    public var id: String { "\(group)/\(name)" }
+}
+
+/// The outcome of a run.
+public struct ConformanceReport: Sendable, CustomStringConvertible {
+    public struct Failure: Sendable {
+        public let caseID: String
+        public let message: String
+    }
+    public let engine: String
+    public internal(set) var passed: [String] = []
+    public internal(set) var failures: [Failure] = []
+    /// Cases not run, with the capability they need.
+    public internal(set) var skipped: [String] = []
+
+    /// Cases run.
+    public var caseCount: Int { passed.count + failures.count }
+
+    public var description: String {
+        var lines = ["\(engine): \(caseCount) cases, \(passed.count) passed, \(failures.count) failed, \(skipped.count) skipped (capability not declared)"]
+        for failure in failures { lines.append("  FAIL \(failure.caseID): \(failure.message)") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// The conformance suite: every rule of the ``KeyValueEngine`` contract as named cases.
+/// `Conformance/README.md` states the same rules in words.
+public enum ConformanceSuite {
+    /// Every case, grouped.
+    public static let cases: [ConformanceCase] =
+        PointCases.all + OrderCases.all + RangeCases.all + ClearCases.all + TransactionCases.all + LifecycleCases.all
+
+    /// Runs the suite on a thread of its own and resumes the caller when it is done. Use this
+    /// from async code (Swift Testing runs tests on the cooperative pool): some cases wait for
+    /// async tasks, which must not compete with the waiting thread for the pool.
+    public static func run(
+        _ engine: EngineUnderTest, filter: String? = nil, progress: (@Sendable (ConformanceCase) -> Void)? = nil
+    ) async -> ConformanceReport {
+        await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: run(engine, filter: filter, progress: progress))
+            }.start()
+        }
+    }
+
+    /// Runs the cases whose id contains `filter` (all when `nil`) against `engine`, each on a
+    /// fresh store in a fresh temporary directory, and reports each failure with the expected
+    /// and actual results.
+    public static func run(
+        _ engine: EngineUnderTest, filter: String? = nil, progress: ((ConformanceCase) -> Void)? = nil
+    ) -> ConformanceReport {
+        var report = ConformanceReport(engine: engine.name)
+        for testCase in cases where filter.map({ testCase.id.contains($0) }) ?? true {
+            if !engine.capabilities.isSuperset(of: testCase.requires) {
+                report.skipped.append(testCase.id)
+                continue
+            }
+            progress?(testCase)
+            let context = CaseContext(engine: engine)
+            do {
+                try testCase.body(context)
+                try context.finish()
+                report.passed.append(testCase.id)
+            } catch {
+                context.abandon()
+                report.failures.append(.init(caseID: testCase.id, message: "\(error)"))
+            }
+        }
+        return report
+    }
+}

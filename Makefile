@@ -1,0 +1,34 @@
+# Strata: the two commands of the README, and the helpers behind them.
+#   make run    installs missing system libraries, builds in release, runs the main job
+#   make test   installs missing system libraries, runs the whole test suite
+
+SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test deps build release conformance clean
+
+run: deps
+	swift build -c release --product strata
+	.build/release/strata demo
+	.build/release/strata conformance --engine all
+
+test: deps
+	swift build --build-tests
+	swift test --skip-build
+	swift run strata conformance --engine all
+
+# Installs the Debian packages that are missing (apt-get update only when something is).
+deps:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+conformance: deps
+	swift run -c release strata conformance --engine all
+
+clean:
+	rm -rf .build

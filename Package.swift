@@ -1,0 +1,61 @@
+// swift-tools-version: 6.1
+// Strata: a Swift record store with pluggable storage engines.
+//
+// Layers, bottom to top (each folder is one layer):
+//   Sources/C*            system-library shims for liblmdb, libleveldb, libsqlite3
+//   Sources/StrataEngine  the engine-neutral core: the KeyValueEngine protocol and its contract
+//   Sources/Strata<X>     one adapter per engine, depending only on the core and its C library
+//   Conformance/          the test kit every engine must pass (a library product)
+//   Sources/strata        the command-line tool (demo, conformance runner)
+import PackageDescription
+
+let package = Package(
+    name: "Strata",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "StrataEngine", targets: ["StrataEngine"]),
+        .library(name: "StrataLMDB", targets: ["StrataLMDB"]),
+        .library(name: "StrataLevelDB", targets: ["StrataLevelDB"]),
+        .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
+        .library(name: "StrataMemory", targets: ["StrataMemory"]),
+        .library(name: "StrataConformance", targets: ["StrataConformance"]),
+        .executable(name: "strata", targets: ["strata"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // C libraries, through the system's packages.
+        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        .systemLibrary(name: "CLevelDB", providers: [.apt(["libleveldb-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Engine core: protocol, ranges, errors, options. No C, no engine.
+        .target(name: "StrataEngine"),
+
+        // Engine adapters.
+        .target(name: "StrataLMDB", dependencies: ["StrataEngine", "CLMDB"]),
+        .target(name: "StrataLevelDB", dependencies: ["StrataEngine", "CLevelDB"]),
+        .target(name: "StrataSQLite", dependencies: ["StrataEngine", "CSQLite"]),
+        .target(name: "StrataMemory", dependencies: ["StrataEngine"]),
+
+        // The conformance test kit: depends on the core only.
+        .target(name: "StrataConformance", dependencies: ["StrataEngine"], path: "Conformance", exclude: ["README.md"]),
+
+        // Command-line tool.
+        .executableTarget(
+            name: "strata",
+            dependencies: [
+                "StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
+        .testTarget(
+            name: "StrataAdapterTests",
+            dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "CLMDB"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,38 @@
+/// How a store is opened.
+public enum OpenMode: Sendable, Hashable {
+    /// Open the store at the path, creating the directory and an empty store when missing.
+    case create
+    /// Open an existing store; fail with ``EngineError/notFound(path:)`` otherwise, writing nothing.
+    case openExisting
+    /// Open an existing store for reading only; write transactions throw ``EngineError/readOnly(path:)``.
+    case readOnly
+}
+
+/// When a commit reaches the disk.
+///
+/// A killed *process* loses no committed transaction under either setting: the operating
+/// system's page cache survives it. The settings differ on a crash of the *machine*
+/// (power loss, kernel panic), which a process kill does not model.
+///
+/// | setting  | LMDB                     | LevelDB               | SQLite (WAL)          |
+/// |----------|--------------------------|-----------------------|-----------------------|
+/// | `full`   | fsync data and meta page | `sync = true` writes  | `synchronous = FULL`  |
+/// | `relaxed`| `MDB_NOSYNC`             | `sync = false` writes | `synchronous = NORMAL`|
+public enum Durability: Sendable, Hashable {
+    /// Every commit is on disk when `write` returns. The default.
+    case full
+    /// Commits are handed to the operating system without waiting for the disk: a machine
+    /// crash may lose the latest commits (never a part of one). For bulk loads.
+    case relaxed
+}
+
+/// Options shared by every engine. Engine-specific settings live in each adapter's own options.
+public struct EngineOptions: Sendable, Hashable {
+    public var mode: OpenMode
+    public var durability: Durability
+
+    public init(mode: OpenMode = .create, durability: Durability = .full) {
+        self.mode = mode
+        self.durability = durability
+    }
+}

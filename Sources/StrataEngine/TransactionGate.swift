@@ -1,0 +1,122 @@
+import Foundation
+
+/// The admission control every adapter shares: many readers at once, one writer at a time
+/// (other writers wait), nested transactions refused, and `close()` that waits for running
+/// transactions instead of freeing handles under them.
+///
+/// Adapters wrap each transaction in ``withRead(_:)`` or ``withWrite(_:)`` and release their
+/// C handles inside ``close(_:)``. Nesting is detected per thread: transaction bodies are
+/// synchronous, so a body runs entirely on the thread that began it.
+public final class TransactionGate: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var closing = false
+    private var closed = false
+    private var readers = 0
+    private var writerActive = false
+    private var exclusivePending = false
+    /// Threads currently inside a transaction of this store.
+    private var activeThreads: [pthread_t] = []
+
+    public init() {}
+
+    /// Whether the store has been closed (or is closing).
+    public var isClosed: Bool {
+        condition.lock(); defer { condition.unlock() }
+        return closing || closed
+    }
+
+    /// Runs `body` as a reader: admitted unless the store is closed or this thread is already
+    /// inside a transaction of this store.
+    public func withRead<R>(_ body: () throws -> R) throws -> R {
+        condition.lock()
+        do {
+            try admitThisThread()
+            while exclusivePending { condition.wait() }
+            if closing || closed { throw EngineError.closed }
+        } catch {
+            condition.unlock()
+            throw error
+        }
+        readers += 1
+        activeThreads.append(pthread_self())
+        condition.unlock()
+        defer { leave { readers -= 1 } }
+        return try body()
+    }
+
+    /// Runs `body` as the single writer, waiting while another writer runs.
+    public func withWrite<R>(_ body: () throws -> R) throws -> R {
+        condition.lock()
+        do {
+            try admitThisThread()
+            while writerActive && !closing && !closed { condition.wait() }
+            if closing || closed { throw EngineError.closed }
+        } catch {
+            condition.unlock()
+            throw error
+        }
+        writerActive = true
+        activeThreads.append(pthread_self())
+        condition.unlock()
+        defer { leave { writerActive = false } }
+        return try body()
+    }
+
+    /// Called by the running writer: waits until no reader of this process is inside a
+    /// transaction (holding new readers back meanwhile), then runs `body` alone.
+    /// LMDB needs this to remap a grown map file under no live pointers.
+    public func withReadersDrained<R>(_ body: () throws -> R) rethrows -> R {
+        condition.lock()
+        exclusivePending = true
+        while readers > 0 { condition.wait() }
+        condition.unlock()
+        defer {
+            condition.lock()
+            exclusivePending = false
+            condition.broadcast()
+            condition.unlock()
+        }
+        return try body()
+    }
+
+    /// Refuses new transactions, waits for the running ones to end, then runs `release`
+    /// (which frees the engine's handles) once. Later calls do nothing.
+    public func close(_ release: () throws -> Void) throws {
+        condition.lock()
+        if closed || closing { condition.unlock(); return }
+        if activeThreads.contains(where: { pthread_equal($0, pthread_self()) != 0 }) {
+            condition.unlock()
+            throw EngineError.nestedTransaction
+        }
+        closing = true
+        condition.broadcast()
+        while readers > 0 || writerActive { condition.wait() }
+        condition.unlock()
+        defer {
+            condition.lock()
+            closed = true
+            closing = false
+            condition.broadcast()
+            condition.unlock()
+        }
+        try release()
+    }
+
+    // Called with the lock held.
+    private func admitThisThread() throws {
+        if closing || closed { throw EngineError.closed }
+        if activeThreads.contains(where: { pthread_equal($0, pthread_self()) != 0 }) {
+            throw EngineError.nestedTransaction
+        }
+    }
+
+    private func leave(_ update: () -> Void) {
+        condition.lock()
+        update()
+        if let i = activeThreads.firstIndex(where: { pthread_equal($0, pthread_self()) != 0 }) {
+            activeThreads.remove(at: i)
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+}

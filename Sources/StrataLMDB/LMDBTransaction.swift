@@ -1,0 +1,219 @@
+import CLMDB
+import StrataEngine
+
+/// A read or write transaction of an ``LMDBEngine``. Valid only inside the closure it is lent to.
+final class LMDBTransaction: KeyValueWriter {
+    private unowned let engine: LMDBEngine
+    private var txn: OpaquePointer?
+    private let writable: Bool
+    /// Closures currently holding bytes borrowed from this transaction.
+    private var lent = 0
+    /// Every write so far, for replay after growing a full map.
+    private var log = WriteLog()
+    /// Set when an engine failure broke the transaction: it can only roll back now.
+    private var failure: EngineError?
+
+    init(engine: LMDBEngine, txn: OpaquePointer, writable: Bool) {
+        self.engine = engine
+        self.txn = txn
+        self.writable = writable
+    }
+
+    // MARK: Reads
+
+    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        try KeyLimits.validate(key)
+        let txn = try live()
+        var k = MDB_val(key), v = MDB_val()
+        let rc = mdb_get(txn, engine.dbi, &k, &v)
+        if rc == MDB_NOTFOUND { return try body(nil) }
+        try check(rc, "reading a key", path: engine.path)
+        lent += 1
+        defer { lent -= 1 }
+        return try body(v.buffer)
+    }
+
+    func scan(
+        _ range: KeyRange, reverse: Bool, limit: Int?,
+        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        let txn = try live()
+        guard limit != 0, let range = range.resolved() else { return }
+        let cursor = try openCursor(txn)
+        defer { mdb_cursor_close(cursor) }
+        lent += 1
+        defer { lent -= 1 }
+        var k = MDB_val(), v = MDB_val()
+        var rc = reverse ? seekLast(cursor, range, &k, &v) : seekFirst(cursor, range, &k, &v)
+        var visited = 0
+        while rc == MDB_SUCCESS {
+            if reverse ? !range.isAtOrAboveLower(k.buffer) : !range.isAtOrBelowUpper(k.buffer) { return }
+            guard try visit(k.buffer, v.buffer) else { return }
+            visited += 1
+            if let limit, visited >= limit { return }
+            rc = mdb_cursor_get(cursor, &k, &v, reverse ? MDB_PREV : MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try check(rc, "scanning", path: engine.path) }
+    }
+
+    /// Positions on the first key at or above the range's lower bound.
+    private func seekFirst(_ cursor: OpaquePointer, _ range: ResolvedRange, _ k: inout MDB_val, _ v: inout MDB_val) -> Int32 {
+        guard let lower = range.lower else { return mdb_cursor_get(cursor, &k, &v, MDB_FIRST) }
+        var rc = lower.key.withUnsafeBytes { bound in
+            k = MDB_val(bound)
+            return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+        }
+        if rc == MDB_SUCCESS && !lower.inclusive && lower.key.withUnsafeBytes({ Bytewise.compare(k.buffer, $0) }) == 0 {
+            rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+        }
+        return rc
+    }
+
+    /// Positions on the last key at or below the range's upper bound: the largest key below
+    /// the bound, found by seeking to the bound and stepping back.
+    private func seekLast(_ cursor: OpaquePointer, _ range: ResolvedRange, _ k: inout MDB_val, _ v: inout MDB_val) -> Int32 {
+        guard let upper = range.upper else { return mdb_cursor_get(cursor, &k, &v, MDB_LAST) }
+        let rc = upper.key.withUnsafeBytes { bound in
+            k = MDB_val(bound)
+            return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+        }
+        if rc == MDB_NOTFOUND { return mdb_cursor_get(cursor, &k, &v, MDB_LAST) }
+        if rc != MDB_SUCCESS { return rc }
+        let atBound = upper.key.withUnsafeBytes { Bytewise.compare(k.buffer, $0) } == 0
+        if atBound && upper.inclusive { return rc }
+        return mdb_cursor_get(cursor, &k, &v, MDB_PREV)
+    }
+
+    private func openCursor(_ txn: OpaquePointer) throws(EngineError) -> OpaquePointer {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(txn, engine.dbi, &cursor), "opening a cursor", path: engine.path)
+        return cursor!
+    }
+
+    // MARK: Writes
+
+    func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
+        try KeyLimits.validate(key)
+        try writableCheck()
+        log.recordPut(key, value)
+        _ = try run(.put(key: key, value: value))
+    }
+
+    func delete(_ key: UnsafeRawBufferPointer) throws {
+        try KeyLimits.validate(key)
+        try writableCheck()
+        log.recordDelete(key)
+        _ = try run(.delete(key: key))
+    }
+
+    func clear(_ range: KeyRange) throws -> Int {
+        try writableCheck()
+        log.recordClear(range)
+        return try run(.clear(range))
+    }
+
+    /// Applies one write; when the map is full, grows it and replays the whole log (which
+    /// already holds this write) into a new transaction. Returns the number of keys removed.
+    private func run(_ entry: WriteLog.Entry) throws(EngineError) -> Int {
+        let (rc, removed) = apply(entry)
+        if rc == MDB_MAP_FULL { return try growAndReplay() }
+        if rc != MDB_SUCCESS { try fail(lmdbError(rc, "writing", path: engine.path)) }
+        return removed
+    }
+
+    private func apply(_ entry: WriteLog.Entry) -> (rc: Int32, removed: Int) {
+        switch entry {
+        case let .put(key, value):
+            var k = MDB_val(key), v = MDB_val(value)
+            return (mdb_put(txn, engine.dbi, &k, &v, 0), 0)
+        case let .delete(key):
+            var k = MDB_val(key)
+            let rc = mdb_del(txn, engine.dbi, &k, nil)
+            return (rc == MDB_NOTFOUND ? MDB_SUCCESS : rc, 0)
+        case let .clear(range):
+            return clearNow(range)
+        }
+    }
+
+    private func clearNow(_ keyRange: KeyRange) -> (rc: Int32, removed: Int) {
+        guard let range = keyRange.resolved() else { return (MDB_SUCCESS, 0) }
+        var cursor: OpaquePointer?
+        var rc = mdb_cursor_open(txn, engine.dbi, &cursor)
+        guard rc == MDB_SUCCESS else { return (rc, 0) }
+        defer { mdb_cursor_close(cursor) }
+        var k = MDB_val(), v = MDB_val()
+        var removed = 0
+        rc = seekFirst(cursor!, range, &k, &v)
+        while rc == MDB_SUCCESS && range.isAtOrBelowUpper(k.buffer) {
+            rc = mdb_cursor_del(cursor, 0)
+            guard rc == MDB_SUCCESS else { return (rc, removed) }
+            removed += 1
+            // After a delete the cursor rests on the following key, and MDB_NEXT returns that
+            // key without moving (LMDB marks the cursor C_DEL for this).
+            rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+        }
+        return (rc == MDB_NOTFOUND ? MDB_SUCCESS : rc, removed)
+    }
+
+    /// Aborts the full transaction, grows the map and replays every logged write into a new
+    /// transaction, as often as needed. Returns what the last replayed write returned.
+    private func growAndReplay() throws(EngineError) -> Int {
+        while true {
+            if let txn { mdb_txn_abort(txn) }
+            txn = nil
+            do {
+                try engine.growMap(toAtLeast: engine.mapSize + 2 * log.byteCount)
+                txn = try engine.beginTransaction(readOnly: false)
+            } catch {
+                try fail(error as? EngineError ?? .engineFailure(engine: "LMDB", code: 0, message: "\(error)", operation: "growing the map"))
+            }
+            var last: (rc: Int32, removed: Int) = (MDB_SUCCESS, 0)
+            log.replay { entry in
+                if last.rc == MDB_SUCCESS { last = apply(entry) }
+            }
+            if last.rc == MDB_SUCCESS { return last.removed }
+            if last.rc != MDB_MAP_FULL { try fail(lmdbError(last.rc, "replaying writes after growing the map", path: engine.path)) }
+        }
+    }
+
+    // MARK: Ending
+
+    /// Commits, growing the map and replaying when the commit itself finds the map full.
+    func commit() throws(EngineError) {
+        if let failure { abort(); throw failure }
+        guard txn != nil else { throw .transactionEnded }
+        while true {
+            let rc = mdb_txn_commit(txn)
+            txn = nil  // commit frees the transaction, whatever it returns
+            if rc == MDB_SUCCESS { return }
+            if rc != MDB_MAP_FULL { throw lmdbError(rc, "committing", path: engine.path) }
+            _ = try growAndReplay()
+        }
+    }
+
+    /// Ends the transaction without committing. Later use throws `transactionEnded`.
+    func abort() {
+        if let txn { mdb_txn_abort(txn) }
+        txn = nil
+    }
+
+    private func live() throws(EngineError) -> OpaquePointer {
+        if let failure { throw failure }
+        guard let txn else { throw .transactionEnded }
+        return txn
+    }
+
+    private func writableCheck() throws(EngineError) {
+        _ = try live()
+        if !writable { throw .readOnly(path: engine.path) }
+        if lent > 0 { throw .writeWhileReading }
+    }
+
+    /// Records a failure that broke the transaction and throws it.
+    private func fail(_ error: EngineError) throws(EngineError) -> Never {
+        failure = error
+        if let txn { mdb_txn_abort(txn) }
+        txn = nil
+        throw error
+    }
+}

@@ -1,0 +1,86 @@
+import CSQLite
+import StrataEngine
+
+/// One SQLite connection and its prepared statements, used by one thread at a time
+/// (opened with `SQLITE_OPEN_NOMUTEX`; the engine hands a connection to one transaction).
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    let path: String
+    private var cache: [String: OpaquePointer] = [:]
+    private var checkedOut: Set<String> = []
+
+    init(file: String, storePath: String, readOnly: Bool, create: Bool) throws(EngineError) {
+        path = storePath
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(file, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let error = sqliteError(rc, db, "opening \(file)", path: storePath)
+            sqlite3_close_v2(db)
+            throw error
+        }
+        handle = db
+        // Writers from other processes are waited on, not reported as failures.
+        sqlite3_busy_timeout(db, 60_000)
+    }
+
+    deinit {
+        for statement in cache.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs SQL that returns no rows.
+    func execute(_ sql: String) throws {
+        try withStatement(sql) { statement in
+            var rc: Int32
+            repeat { rc = sqlite3_step(statement) } while rc == SQLITE_ROW
+            try check(rc, handle, "executing \(sql)", path: path)
+        }
+    }
+
+    /// Lends the prepared statement for `sql`, reset and cleared afterwards. Statements are
+    /// prepared once and reused; a statement already lent out (a nested scan of the same
+    /// shape) gets a temporary twin.
+    func withStatement<R, E: Error>(_ sql: String, _ body: (OpaquePointer) throws(E) -> R) throws -> R {
+        let statement: OpaquePointer
+        let temporary = checkedOut.contains(sql)
+        if !temporary, let cached = cache[sql] {
+            statement = cached
+        } else {
+            var prepared: OpaquePointer?
+            let rc = sqlite3_prepare_v3(handle, sql, -1, temporary ? 0 : UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+            try check(rc, handle, "preparing \(sql)", path: path)
+            statement = prepared!
+            if !temporary { cache[sql] = statement }
+        }
+        if !temporary { checkedOut.insert(sql) }
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+            if temporary { sqlite3_finalize(statement) } else { checkedOut.remove(sql) }
+        }
+        return try body(statement)
+    }
+}
+
+/// A pointer SQLite may read for an empty blob (a nil base address would bind NULL, not an empty blob).
+nonisolated(unsafe) private var emptyByte: UInt8 = 0
+
+extension UnsafeRawBufferPointer {
+    /// Binds these bytes as a BLOB (never NULL, never TEXT: keys compare bytewise only as BLOBs).
+    /// The bytes must outlive the statement's next reset.
+    @inline(__always)
+    func bindBlob(to statement: OpaquePointer, at index: Int32) {
+        sqlite3_bind_blob(statement, index, baseAddress ?? UnsafeRawPointer(&emptyByte), Int32(count), nil)
+    }
+
+    /// Column `index` of the current row as borrowed bytes (empty for a zero-length blob,
+    /// which SQLite reports as a NULL pointer).
+    @inline(__always)
+    init(column index: Int32, of statement: OpaquePointer) {
+        let bytes = sqlite3_column_blob(statement, index)
+        self.init(start: bytes, count: Int(sqlite3_column_bytes(statement, index)))
+    }
+}

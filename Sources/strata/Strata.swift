@@ -1,0 +1,18 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct Strata: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "strata",
+        abstract: "Strata: a record store with pluggable storage engines.",
+        subcommands: [Demo.self, Conformance.self],
+        defaultSubcommand: Demo.self
+    )
+}
+
+/// Prints a line and flushes it at once, so progress shows as it happens, also in pipes.
+func say(_ line: String) {
+    print(line)
+    fflush(nil)
+}
