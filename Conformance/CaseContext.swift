@@ -56,6 +56,16 @@ public func expectEqual<T: Equatable>(_ actual: T, _ expected: T, _ what: @autoc
     }
 }
 
+/// Checks that two long lists are equal, reporting the lengths and the first position where
+/// they differ (printing whole lists of thousands of keys would bury the answer).
+public func expectSameList<T: Equatable>(_ actual: [T], _ expected: [T], _ what: @autoclosure () -> String) throws {
+    guard actual != expected else { return }
+    let i = zip(actual, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(actual.count, expected.count)
+    let want = i < expected.count ? show(expected[i]) : "the end"
+    let got = i < actual.count ? show(actual[i]) : "the end"
+    throw ConformanceFailure("\(what()): expected \(expected.count) items, got \(actual.count); first difference at \(i): expected \(want), got \(got)")
+}
+
 /// Checks a condition.
 public func expectTrue(_ condition: Bool, _ what: @autoclosure () -> String) throws {
     guard condition else { throw ConformanceFailure(what()) }

@@ -113,7 +113,7 @@ enum RangeCases {
                 last = page.last
             }
             let expected = keys.sorted(by: referenceLess)
-            try expectTrue(pages == (reverse ? expected.reversed() : expected), "paging returned \(pages.count) keys for \(expected.count), or out of order")
+            try expectSameList(pages, reverse ? expected.reversed() : expected, "keys of all pages")
         }
     }
 }

@@ -66,8 +66,8 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
         do {
             try check(err, "opening the database", path: path)
         } catch {
+            // Every property is set, so deinit runs after this throw and frees the options.
             OpenPathRegistry.release(canonicalPath)
-            Self.destroy(dbOptions, cache, writeOptions)
             throw error
         }
     }

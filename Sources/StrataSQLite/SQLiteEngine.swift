@@ -37,19 +37,24 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
         do {
             if options.mode == .readOnly {
                 let reader = try SQLiteConnection(file: file, storePath: path, readOnly: true, create: false)
-                try Self.verifySchema(reader, path: path)
+                guard try Self.inspect(reader, path: path) == .strata else {
+                    throw EngineError.notAStore(path: path, reason: "data.sqlite has no kv table")
+                }
                 idleReaders.append(reader)
             } else {
                 let connection = try SQLiteConnection(file: file, storePath: path, readOnly: false, create: options.mode == .create)
+                // Inspect before writing anything: another application's database is left as it was.
+                let state = try Self.inspect(connection, path: path)
+                if state == .empty && options.mode != .create {
+                    throw EngineError.notAStore(path: path, reason: "data.sqlite has no kv table")
+                }
                 try connection.execute("PRAGMA journal_mode=WAL")
                 try connection.execute(options.durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
-                if try !Self.hasTable(connection) {
-                    if options.mode == .create { try connection.execute(Self.schema) }
-                }
-                try Self.verifySchema(connection, path: path)
+                if state == .empty { try connection.execute(Self.schema) }
                 writer = connection
             }
         } catch {
+            idleReaders.removeAll()
             OpenPathRegistry.release(canonicalPath)
             throw error
         }
@@ -59,23 +64,26 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
         if writer != nil || !idleReaders.isEmpty { OpenPathRegistry.release(canonicalPath) }
     }
 
-    private static func hasTable(_ connection: SQLiteConnection) throws -> Bool {
-        try connection.withStatement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'kv'") { s in
-            try check(sqlite3_step(s), connection.handle, "reading the schema", path: connection.path)
-            return sqlite3_column_int(s, 0) == 1
-        }
-    }
+    private enum Contents { case empty, strata }
 
-    /// Refuses a database whose `kv` table is not Strata's (another application's file).
-    private static func verifySchema(_ connection: SQLiteConnection, path: String) throws {
-        let sql = try connection.withStatement("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'kv'") { s -> String? in
-            let rc = sqlite3_step(s)
-            try check(rc, connection.handle, "reading the schema", path: path)
-            return rc == SQLITE_ROW ? String(cString: sqlite3_column_text(s, 0)) : nil
+    /// What the database holds: nothing yet, or exactly Strata's table. Anything else (another
+    /// application's tables, a different `kv`) is refused.
+    private static func inspect(_ connection: SQLiteConnection, path: String) throws -> Contents {
+        var tables: [String: String] = [:]
+        try connection.withStatement("SELECT name, sql FROM sqlite_master WHERE type = 'table'") { s in
+            while true {
+                let rc = sqlite3_step(s)
+                if rc == SQLITE_DONE { break }
+                guard rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "reading the schema", path: path) }
+                tables[String(cString: sqlite3_column_text(s, 0))] = String(cString: sqlite3_column_text(s, 1))
+            }
         }
-        guard sql == schema else {
-            throw EngineError.notAStore(path: path, reason: sql == nil ? "data.sqlite has no kv table" : "data.sqlite has a different kv table: \(sql!)")
+        if tables.isEmpty { return .empty }
+        if tables == ["kv": schema] { return .strata }
+        if let kv = tables["kv"] {
+            throw EngineError.notAStore(path: path, reason: "data.sqlite has a different kv table: \(kv)")
         }
+        throw EngineError.notAStore(path: path, reason: "data.sqlite holds other tables (\(tables.keys.sorted().joined(separator: ", "))) and no kv table")
     }
 
     public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {

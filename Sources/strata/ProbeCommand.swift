@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import StrataEngine
+
+/// `strata probe`: opens a store from a separate process, for tests of what several processes
+/// do to one store. Prints `opened`, then the value read or written, then holds the store open.
+struct Probe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Open a store from another process (a test helper).", shouldDisplay: false)
+
+    @Option var engine: EngineChoice
+    @Option var path: String
+    @Option(help: "Write KEY=VALUE in a write transaction.") var put: String?
+    @Option(help: "Print the value of KEY.") var get: String?
+    @Option(help: "Keep the store open this many seconds before closing.") var hold: Double = 0
+
+    func run() throws {
+        let store: any KeyValueEngine
+        do {
+            store = try engine.open(path, EngineOptions(mode: .openExisting))
+        } catch let error as EngineError {
+            say("error: \(error)")
+            throw ExitCode(2)
+        }
+        say("opened")
+        if let put {
+            let parts = put.split(separator: "=", maxSplits: 1).map(String.init)
+            try store.write { tx in try tx.put(Array(parts[1].utf8), forKey: Array(parts[0].utf8)) }
+            say("put \(parts[0])")
+        }
+        if let get {
+            let value = try store.read { tx in try tx.get(Array(get.utf8)) }
+            say("value: " + (value.map { String(decoding: $0, as: UTF8.self) } ?? "nil"))
+        }
+        if hold > 0 { Thread.sleep(forTimeInterval: hold) }
+        try store.close()
+    }
+}

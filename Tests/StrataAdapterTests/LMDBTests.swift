@@ -1,0 +1,108 @@
+import Foundation
+import StrataEngine
+import StrataLMDB
+import Testing
+
+@Suite("LMDB adapter")
+struct LMDBTests {
+    static func key(_ i: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(i).bigEndian) { Array($0) } }
+
+    @Test("a full map grows and the transaction commits without the caller seeing an error")
+    func mapGrowth() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let initial = 1 << 20
+        let store = try LMDBEngine(path: dir.path, lmdb: LMDBOptions(mapSize: initial))
+        let value = [UInt8](repeating: 0xAB, count: 1_000)
+        // One transaction larger than the whole initial map (3 MiB of values).
+        var bodyRuns = 0
+        try store.write { (tx: any KeyValueWriter) throws in
+            bodyRuns += 1
+            for i in 0..<3_000 { try tx.put(value, forKey: Self.key(i)) }
+        }
+        #expect(bodyRuns == 1, "the closure ran \(bodyRuns) times")
+        // Then many small transactions, well past the map again, with a clear and reads in them.
+        for batch in 0..<20 {
+            try store.write { (tx: any KeyValueWriter) throws in
+                for i in 0..<500 { try tx.put(value, forKey: Self.key(10_000 + batch * 500 + i)) }
+                try tx.clear(.halfOpen(Self.key(10_000 + batch * 500), Self.key(10_000 + batch * 500 + 10)))
+                #expect(try tx.get(Self.key(10_000 + batch * 500 + 10)) == value)
+            }
+        }
+        #expect(store.mapSize > initial, "the map did not grow")
+        try store.read { (tx: any KeyValueReader) throws in
+            #expect(try tx.keys(.halfOpen(Self.key(0), Self.key(3_000))).count == 3_000)
+            #expect(try tx.keys(KeyRange(lower: .inclusive(Self.key(10_000)))).count == 20 * 490)
+            #expect(try tx.get(Self.key(2_999)) == value)
+        }
+        try store.close()
+        // Everything is there after reopening with the small configured map.
+        let reopened = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting), lmdb: LMDBOptions(mapSize: initial))
+        try reopened.read { (tx: any KeyValueReader) throws in #expect(try tx.keys().count == 3_000 + 20 * 490) }
+        try reopened.close()
+    }
+
+    @Test("the map grows while readers of this process are open")
+    func mapGrowthWithReaders() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LMDBEngine(path: dir.path, lmdb: LMDBOptions(mapSize: 1 << 20))
+        let value = [UInt8](repeating: 1, count: 2_000)
+        let stop = Flag()
+        let readers = (0..<2).map { _ in
+            BackgroundThread {
+                while !stop.isSet {
+                    try store.read { (tx: any KeyValueReader) throws in
+                        let keys = try tx.keys()
+                        // Each commit writes a whole batch of 100: a snapshot never sees part of one.
+                        #expect(keys.count % 100 == 0)
+                    }
+                }
+            }
+        }
+        for batch in 0..<30 {
+            try store.write { tx in for i in 0..<100 { try tx.put(value, forKey: Self.key(batch * 100 + i)) } }
+        }
+        stop.set()
+        for reader in readers { try reader.join() }
+        #expect(store.mapSize > 1 << 20)
+        try store.read { (tx: any KeyValueReader) throws in #expect(try tx.keys().count == 3_000) }
+        try store.close()
+    }
+
+    @Test("past the last reader slot, a read throws readersFull and works again once a slot frees")
+    func readersFull() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LMDBEngine(path: dir.path, lmdb: LMDBOptions(maxReaders: 2))
+        let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let holders = (0..<2).map { _ in
+            BackgroundThread {
+                try store.read { _ in
+                    inside.signal()
+                    release.wait()
+                }
+            }
+        }
+        inside.wait()
+        inside.wait()
+        #expect(throws: EngineError.readersFull(limit: 2)) { try store.read { _ in } }
+        release.signal()
+        release.signal()
+        for holder in holders { try holder.join() }
+        try store.read { (tx: any KeyValueReader) throws in #expect(try tx.keys() == []) }
+        try store.close()
+    }
+
+    @Test("a store written through the adapter opens with mdb_stat")
+    func mdbStat() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LMDBEngine(path: dir.path)
+        try store.write { tx in for i in 0..<1_234 { try tx.put([1], forKey: Self.key(i)) } }
+        try store.close()
+        let stat = try runProgram("/usr/bin/mdb_stat", [dir.path])
+        #expect(stat.status == 0, "\(stat.output)")
+        #expect(stat.output.contains("Entries: 1234"), "\(stat.output)")
+    }
+}

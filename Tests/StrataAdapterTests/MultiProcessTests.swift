@@ -1,0 +1,44 @@
+import Foundation
+import StrataConformance
+import StrataEngine
+import StrataLevelDB
+import Testing
+
+@Suite("Several processes")
+struct MultiProcessTests {
+    @Test("LevelDB refuses a second opener: in this process and from another")
+    func levelDBDoubleOpen() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LevelDBEngine(path: dir.path)
+        try store.write { tx in try tx.put(Array("1".utf8), forKey: Array("a".utf8)) }
+        #expect(throws: EngineError.alreadyOpen(path: dir.path)) { try LevelDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting)) }
+        let other = try runProgram(strataTool, ["probe", "--engine", "leveldb", "--path", dir.path, "--get", "a"])
+        #expect(other.status == 2)
+        #expect(other.output.contains("error: the store at \(dir.path) is locked by another process"), "\(other.output)")
+        try store.read { (tx: any KeyValueReader) throws in #expect(try tx.get(Array("a".utf8)) == Array("1".utf8)) }
+        try store.close()
+        // Once closed, another process opens it and reads the data.
+        let after = try runProgram(strataTool, ["probe", "--engine", "leveldb", "--path", dir.path, "--get", "a"])
+        #expect(after.output.contains("value: 1"), "\(after.output)")
+    }
+
+    @Test("LMDB and SQLite stores are shared by processes", arguments: [Engines.lmdb, Engines.sqlite])
+    func shared(engine: EngineUnderTest) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try engine.open(dir.path, EngineOptions())
+        try store.write { tx in try tx.put(Array("mine".utf8), forKey: Array("a".utf8)) }
+        // Another process writes while this one holds the store open, and reads this one's data.
+        let other = try runProgram(strataTool, ["probe", "--engine", engine.name, "--path", dir.path, "--put", "b=theirs", "--get", "a"])
+        #expect(other.status == 0, "\(other.output)")
+        #expect(other.output.contains("value: mine"), "\(other.output)")
+        try store.read { (tx: any KeyValueReader) throws in #expect(try tx.get(Array("b".utf8)) == Array("theirs".utf8)) }
+        // And this process writes while the other holds it open.
+        let holder = try BackgroundProcess(strataTool, ["probe", "--engine", engine.name, "--path", dir.path, "--hold", "1"])
+        #expect(holder.waitFor("opened"))
+        try store.write { tx in try tx.put(Array("again".utf8), forKey: Array("c".utf8)) }
+        #expect(holder.wait() == 0, "\(holder.output)")
+        try store.close()
+    }
+}
