@@ -5,6 +5,7 @@
 //   Sources/C*            system-library shims for liblmdb, libleveldb, libsqlite3
 //   Sources/StrataEngine  the engine-neutral core: the KeyValueEngine protocol and its contract
 //   Sources/Strata<X>     one adapter per engine, depending only on the core and its C library
+//   Sources/StrataKeyCodec the order-preserving codec for typed index keys
 //   Conformance/          the test kit every engine must pass (a library product)
 //   Sources/strata        the command-line tool (demo, conformance runner)
 import PackageDescription
@@ -18,6 +19,7 @@ let package = Package(
         .library(name: "StrataLevelDB", targets: ["StrataLevelDB"]),
         .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
         .library(name: "StrataMemory", targets: ["StrataMemory"]),
+        .library(name: "StrataKeyCodec", targets: ["StrataKeyCodec"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .executable(name: "strata", targets: ["strata"]),
     ],
@@ -39,6 +41,9 @@ let package = Package(
         .target(name: "StrataSQLite", dependencies: ["StrataEngine", "CSQLite"]),
         .target(name: "StrataMemory", dependencies: ["StrataEngine"]),
 
+        // The order-preserving key codec. Uses the core's KeyRange type; no engine.
+        .target(name: "StrataKeyCodec", dependencies: ["StrataEngine"], exclude: ["KeyEncoding.md"]),
+
         // The conformance test kit: depends on the core only.
         .target(name: "StrataConformance", dependencies: ["StrataEngine"], path: "Conformance", exclude: ["README.md"]),
 
@@ -52,6 +57,7 @@ let package = Package(
         ),
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
+        .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine"]),
         .testTarget(
             name: "StrataAdapterTests",
             dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "CLMDB"]

@@ -1,0 +1,164 @@
+/// A value that can be one component of an index key.
+///
+/// The encoding is order-preserving: for two values `a` and `b` of one type, `a < b` exactly
+/// when the encoded bytes of `a` sort before those of `b` (unsigned bytewise, a proper prefix
+/// first). It is self-delimiting, so components concatenate into composite keys that sort
+/// component by component. `KeyEncoding.md` beside this file is the specification.
+public protocol KeyComponent {
+    /// Appends this value's encoding.
+    func encode(to key: inout KeyWriter)
+    /// Reads one value of this type, or throws ``KeyDecodingError`` naming the offset.
+    static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> Self
+}
+
+/// The key codec's identity, stored by every store so data is never read with another encoding.
+public enum KeyCodec {
+    /// The encoding's name.
+    public static let name = "strata-tuple"
+    /// The encoding's version; any change to the bytes of an existing type bumps it.
+    public static let version = 1
+
+    /// The encoding of a composite key made of `components`, in order.
+    public static func encode(_ components: any KeyComponent...) -> [UInt8] {
+        var writer = KeyWriter()
+        for component in components { component.encode(to: &writer) }
+        return writer.bytes
+    }
+}
+
+/// Builds an encoded key, one component after another.
+public struct KeyWriter: Sendable {
+    public private(set) var bytes: [UInt8]
+
+    public init(capacity: Int = 32) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Appends `component`'s encoding.
+    public mutating func append<C: KeyComponent>(_ component: C) { component.encode(to: &self) }
+
+    /// Appends raw bytes (for the encodings themselves).
+    public mutating func write(_ byte: UInt8) { bytes.append(byte) }
+
+    public mutating func write<S: Sequence<UInt8>>(contentsOf bytes: S) { self.bytes.append(contentsOf: bytes) }
+
+    /// Forgets the bytes written, keeping the buffer (for encoding many keys without allocating).
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+}
+
+/// Reads the components of an encoded key, in order.
+public struct KeyReader {
+    public let bytes: UnsafeRawBufferPointer
+    /// The offset of the next unread byte.
+    public private(set) var offset = 0
+
+    /// Reads `bytes`, which must stay valid while the reader is used.
+    public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    /// Whether every byte was read.
+    public var isAtEnd: Bool { offset == bytes.count }
+
+    /// Reads one component of type `C`.
+    public mutating func read<C: KeyComponent>(_: C.Type = C.self) throws(KeyDecodingError) -> C {
+        try C.decode(from: &self)
+    }
+
+    /// Throws unless every byte was read (a key with trailing bytes is not a key of this schema).
+    public func finish() throws(KeyDecodingError) {
+        if !isAtEnd { throw KeyDecodingError(offset: offset, reason: .trailingBytes(bytes.count - offset)) }
+    }
+
+    /// The next byte, without consuming it.
+    public func peek() throws(KeyDecodingError) -> UInt8 {
+        guard offset < bytes.count else { throw KeyDecodingError(offset: offset, reason: .truncated) }
+        return bytes[offset]
+    }
+
+    public mutating func readByte() throws(KeyDecodingError) -> UInt8 {
+        let byte = try peek()
+        offset += 1
+        return byte
+    }
+
+    /// Reads exactly `count` bytes.
+    public mutating func read(count: Int) throws(KeyDecodingError) -> UnsafeRawBufferPointer {
+        guard count <= bytes.count - offset else { throw KeyDecodingError(offset: bytes.count, reason: .truncated) }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)])
+    }
+
+    /// Reads a type code and throws unless it is `expected`.
+    public mutating func expect(_ expected: UInt8, for type: String) throws(KeyDecodingError) {
+        let start = offset
+        let code = try readByte()
+        if code != expected { throw KeyDecodingError(offset: start, reason: .unexpectedTypeCode(code, expected: type)) }
+    }
+
+    /// A decoding failure at the current offset.
+    public func error(_ reason: KeyDecodingError.Reason) -> KeyDecodingError { KeyDecodingError(offset: offset, reason: reason) }
+}
+
+/// A key that could not be decoded: where, and why. Decoding never traps.
+public struct KeyDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Reason: Sendable, Hashable {
+        /// The key ended inside a component.
+        case truncated
+        /// A type code other than the schema's.
+        case unexpectedTypeCode(UInt8, expected: String)
+        /// An integer that does not fit the schema's type.
+        case overflow(String)
+        /// An encoding the codec never writes (a non-minimal integer, a bad escape).
+        case nonCanonical(String)
+        /// String bytes that are not UTF-8.
+        case invalidUTF8
+        /// A raw value with no enum case.
+        case unknownRawValue(String)
+        /// Bytes left after the last component.
+        case trailingBytes(Int)
+    }
+
+    /// The byte offset in the key where decoding failed.
+    public let offset: Int
+    public let reason: Reason
+
+    public init(offset: Int, reason: Reason) {
+        self.offset = offset
+        self.reason = reason
+    }
+
+    public var description: String {
+        let what: String
+        switch reason {
+        case .truncated: what = "the key ends inside a component"
+        case let .unexpectedTypeCode(code, expected): what = "type code \(hexByte(code)) where \(expected) was expected"
+        case let .overflow(type): what = "the integer does not fit \(type)"
+        case let .nonCanonical(detail): what = "non-canonical encoding: \(detail)"
+        case .invalidUTF8: what = "string bytes are not UTF-8"
+        case let .unknownRawValue(type): what = "no case of \(type) has this raw value"
+        case let .trailingBytes(n): what = "\(n) bytes after the last component"
+        }
+        return "key decoding failed at byte \(offset): \(what)"
+    }
+}
+
+func hexByte(_ byte: UInt8) -> String {
+    let digits = Array("0123456789ABCDEF")
+    return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+}
+
+/// The type codes: the first byte of every component. No code is FF, so FF can never start a
+/// component, and the byte after a string terminator is always another component's code.
+public enum TypeCode {
+    public static let null: UInt8 = 0x00
+    public static let bytes: UInt8 = 0x01
+    public static let string: UInt8 = 0x02
+    /// Integers use 0x0C...0x1C: 0x14 is zero, 0x14 ± n a value of n bytes.
+    public static let integerZero: UInt8 = 0x14
+    public static let float: UInt8 = 0x20
+    public static let double: UInt8 = 0x21
+    public static let `false`: UInt8 = 0x26
+    public static let `true`: UInt8 = 0x27
+    public static let uuid: UInt8 = 0x30
+    public static let date: UInt8 = 0x33
+}
