@@ -6,6 +6,7 @@
 //   Sources/StrataEngine  the engine-neutral core: the KeyValueEngine protocol and its contract
 //   Sources/Strata<X>     one adapter per engine, depending only on the core and its C library
 //   Sources/StrataKeyCodec the order-preserving codec for typed index keys
+//   Sources/Strata        the record layer: records, Store, typed queries
 //   Conformance/          the test kit every engine must pass (a library product)
 //   Sources/strata        the command-line tool (demo, conformance runner)
 import PackageDescription
@@ -20,6 +21,7 @@ let package = Package(
         .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
         .library(name: "StrataMemory", targets: ["StrataMemory"]),
         .library(name: "StrataKeyCodec", targets: ["StrataKeyCodec"]),
+        .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .executable(name: "strata", targets: ["strata"]),
     ],
@@ -44,6 +46,9 @@ let package = Package(
         // The order-preserving key codec. Uses the core's KeyRange type; no engine.
         .target(name: "StrataKeyCodec", dependencies: ["StrataEngine"], exclude: ["KeyEncoding.md"]),
 
+        // The record layer: records, Store (engine picked at init), typed queries.
+        .target(name: "Strata", dependencies: ["StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory"]),
+
         // The conformance test kit: depends on the core only.
         .target(name: "StrataConformance", dependencies: ["StrataEngine"], path: "Conformance", exclude: ["README.md"]),
 
@@ -58,6 +63,7 @@ let package = Package(
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataEngine", "StrataKeyCodec", "StrataMemory"]),
         .testTarget(
             name: "StrataAdapterTests",
             dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "CLMDB"]

@@ -18,6 +18,11 @@ extension KeyRange {
     /// starting with components `p` are exactly those in `[p, p + FF)`. Likewise "at or below v"
     /// ends before `p + v + FF`, and "above v" starts there.
     public static func components(prefix: [UInt8], _ bounds: ComponentBound...) -> KeyRange {
+        components(prefix: prefix, bounds)
+    }
+
+    /// ``components(prefix:_:)-(_,ComponentBound...)`` with the bounds as an array.
+    public static func components(prefix: [UInt8], _ bounds: [ComponentBound]) -> KeyRange {
         var range = KeyRange(lower: .inclusive(prefix), upper: .exclusive(prefix + [0xFF]))
         for bound in bounds {
             switch bound {

@@ -1,0 +1,125 @@
+import Foundation
+
+/// A value that can be a record field: stored in a compact binary form (not ordered; fields are
+/// never compared by bytes). The standard types are built in; any `Codable` type can be a field
+/// through ``FieldWriter/write(_:)-7ni3s``, stored as JSON.
+public protocol FieldValue {
+    func encode(to fields: inout FieldWriter)
+    static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self
+}
+
+/// Writes a record's fields, one after another.
+public struct FieldWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    /// Appends a field.
+    public mutating func write<V: FieldValue>(_ value: V) { value.encode(to: &self) }
+
+    /// Appends a `Codable` field that is not a ``FieldValue``, as length-prefixed JSON.
+    @_disfavoredOverload
+    public mutating func write<V: Codable>(_ value: V) {
+        let json = (try? JSONEncoder().encode(CodableBox(value))) ?? Data()
+        writeVarint(UInt64(json.count))
+        bytes.append(contentsOf: json)
+    }
+
+    public mutating func writeVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(v & 0x7F) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    public mutating func writeBytes<C: Collection<UInt8>>(_ content: C) {
+        writeVarint(UInt64(content.count))
+        bytes.append(contentsOf: content)
+    }
+
+    public mutating func writeRaw<C: Sequence<UInt8>>(_ content: C) { bytes.append(contentsOf: content) }
+}
+
+/// Reads a record's fields in the order they were written. Never traps on bad bytes.
+public struct FieldReader {
+    public let bytes: UnsafeRawBufferPointer
+    public private(set) var offset: Int
+
+    public init(_ bytes: UnsafeRawBufferPointer, offset: Int = 0) {
+        self.bytes = bytes
+        self.offset = offset
+    }
+
+    public var isAtEnd: Bool { offset == bytes.count }
+
+    /// Reads one field.
+    public mutating func read<V: FieldValue>(_: V.Type = V.self) throws(FieldDecodingError) -> V { try V.decode(from: &self) }
+
+    /// Reads a `Codable` field written by ``FieldWriter/write(_:)-7ni3s``.
+    @_disfavoredOverload
+    public mutating func read<V: Codable>(_: V.Type = V.self) throws(FieldDecodingError) -> V {
+        let start = offset
+        let json = try readBytes()
+        do {
+            return try JSONDecoder().decode(CodableBox<V>.self, from: Data(json)).value
+        } catch {
+            throw FieldDecodingError(offset: start, reason: "cannot decode \(V.self) from JSON: \(error)")
+        }
+    }
+
+    public mutating func readVarint() throws(FieldDecodingError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        let start = offset
+        while true {
+            guard offset < bytes.count else { throw FieldDecodingError(offset: start, reason: "truncated integer") }
+            let byte = bytes[offset]
+            offset += 1
+            guard shift < 64, shift < 63 || byte <= 1 else { throw FieldDecodingError(offset: start, reason: "integer too long") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+    }
+
+    public mutating func readRaw(_ count: Int) throws(FieldDecodingError) -> UnsafeRawBufferPointer {
+        guard count >= 0, count <= bytes.count - offset else {
+            throw FieldDecodingError(offset: offset, reason: "truncated: needs \(count) bytes, \(bytes.count - offset) left")
+        }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)])
+    }
+
+    public mutating func readBytes() throws(FieldDecodingError) -> UnsafeRawBufferPointer {
+        let start = offset
+        let length = try readVarint()
+        guard length <= UInt64(bytes.count - offset) else {
+            throw FieldDecodingError(offset: start, reason: "length \(length) runs past the end of the value")
+        }
+        return try readRaw(Int(length))
+    }
+
+    /// Throws unless every byte was read.
+    public func finish() throws(FieldDecodingError) {
+        if !isAtEnd { throw FieldDecodingError(offset: offset, reason: "\(bytes.count - offset) bytes after the last field") }
+    }
+}
+
+/// Bytes that are not a valid field encoding.
+public struct FieldDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let offset: Int
+    public let reason: String
+    public init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
+    public var description: String { "field decoding failed at byte \(offset): \(reason)" }
+}
+
+/// JSON needs a top-level container for scalars; the box provides one.
+private struct CodableBox<V>: Codable where V: Codable {
+    let value: V
+    init(_ value: V) { self.value = value }
+}

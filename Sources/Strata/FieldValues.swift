@@ -1,0 +1,202 @@
+import Foundation
+
+// The built-in field types. Integers are LEB128 varints (signed ones zigzag-encoded), so small
+// numbers take one byte; strings and bytes are length-prefixed, so they may hold NUL and have
+// no size cap below the engine's.
+
+extension FieldValue where Self: FixedWidthInteger & SignedInteger {
+    public func encode(to fields: inout FieldWriter) {
+        let v = Int64(self)
+        fields.writeVarint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
+    }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self {
+        let start = fields.offset
+        let z = try fields.readVarint()
+        let v = Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
+        guard let value = Self(exactly: v) else { throw FieldDecodingError(offset: start, reason: "\(v) does not fit \(Self.self)") }
+        return value
+    }
+}
+
+extension FieldValue where Self: FixedWidthInteger & UnsignedInteger {
+    public func encode(to fields: inout FieldWriter) { fields.writeVarint(UInt64(self)) }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self {
+        let start = fields.offset
+        let v = try fields.readVarint()
+        guard let value = Self(exactly: v) else { throw FieldDecodingError(offset: start, reason: "\(v) does not fit \(Self.self)") }
+        return value
+    }
+}
+
+extension Int: FieldValue {}
+extension Int8: FieldValue {}
+extension Int16: FieldValue {}
+extension Int32: FieldValue {}
+extension Int64: FieldValue {}
+extension UInt: FieldValue {}
+extension UInt8: FieldValue {}
+extension UInt16: FieldValue {}
+extension UInt32: FieldValue {}
+extension UInt64: FieldValue {}
+
+extension Bool: FieldValue {
+    public func encode(to fields: inout FieldWriter) { fields.writeRaw([self ? 1 : 0]) }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Bool {
+        let start = fields.offset
+        switch try fields.readRaw(1)[0] {
+        case 0: return false
+        case 1: return true
+        case let b: throw FieldDecodingError(offset: start, reason: "\(b) is not a Bool")
+        }
+    }
+}
+
+extension Double: FieldValue {
+    public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: bitPattern.littleEndian) { fields.writeRaw($0) } }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Double {
+        Double(bitPattern: UInt64(littleEndian: try fields.readRaw(8).loadUnaligned(as: UInt64.self)))
+    }
+}
+
+extension Float: FieldValue {
+    public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: bitPattern.littleEndian) { fields.writeRaw($0) } }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Float {
+        Float(bitPattern: UInt32(littleEndian: try fields.readRaw(4).loadUnaligned(as: UInt32.self)))
+    }
+}
+
+extension String: FieldValue {
+    public func encode(to fields: inout FieldWriter) { fields.writeBytes(utf8) }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> String {
+        let start = fields.offset
+        guard let string = String(validating: try fields.readBytes(), as: UTF8.self) else {
+            throw FieldDecodingError(offset: start, reason: "string bytes are not UTF-8")
+        }
+        return string
+    }
+}
+
+extension Data: FieldValue {
+    public func encode(to fields: inout FieldWriter) { fields.writeBytes(self) }
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Data { Data(try fields.readBytes()) }
+}
+
+extension UUID: FieldValue {
+    public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: uuid) { fields.writeRaw($0) } }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> UUID {
+        let raw = try fields.readRaw(16)
+        var tuple: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &tuple) { $0.copyMemory(from: raw) }
+        return UUID(uuid: tuple)
+    }
+}
+
+/// Dates keep the exact `Double` they hold.
+extension Date: FieldValue {
+    public func encode(to fields: inout FieldWriter) { timeIntervalSinceReferenceDate.encode(to: &fields) }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Date {
+        Date(timeIntervalSinceReferenceDate: try Double.decode(from: &fields))
+    }
+}
+
+extension URL: FieldValue {
+    public func encode(to fields: inout FieldWriter) { absoluteString.encode(to: &fields) }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> URL {
+        let start = fields.offset
+        let text = try String.decode(from: &fields)
+        guard let url = URL(string: text) else { throw FieldDecodingError(offset: start, reason: "not a URL: \(text)") }
+        return url
+    }
+}
+
+extension Optional: FieldValue where Wrapped: FieldValue {
+    public func encode(to fields: inout FieldWriter) {
+        switch self {
+        case .none: fields.writeRaw([0])
+        case .some(let value):
+            fields.writeRaw([1])
+            value.encode(to: &fields)
+        }
+    }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Wrapped? {
+        try Bool.decode(from: &fields) ? try Wrapped.decode(from: &fields) : nil
+    }
+}
+
+/// Arrays: a count, then the elements. `[UInt8]` is stored as raw bytes.
+extension Array: FieldValue where Element: FieldValue {
+    public func encode(to fields: inout FieldWriter) {
+        if let bytes = self as? [UInt8] { return fields.writeBytes(bytes) }
+        fields.writeVarint(UInt64(count))
+        for element in self { element.encode(to: &fields) }
+    }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> [Element] {
+        if Element.self == UInt8.self { return Array<UInt8>(try fields.readBytes()) as! [Element] }
+        let count = try fields.readCount()
+        var result: [Element] = []
+        result.reserveCapacity(count)
+        for _ in 0..<count { result.append(try Element.decode(from: &fields)) }
+        return result
+    }
+}
+
+extension Set: FieldValue where Element: FieldValue {
+    public func encode(to fields: inout FieldWriter) { Array(self).encode(to: &fields) }
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Set<Element> {
+        Set(try [Element].decode(from: &fields))
+    }
+}
+
+extension Dictionary: FieldValue where Key: FieldValue, Value: FieldValue {
+    public func encode(to fields: inout FieldWriter) {
+        fields.writeVarint(UInt64(count))
+        for (key, value) in self {
+            key.encode(to: &fields)
+            value.encode(to: &fields)
+        }
+    }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> [Key: Value] {
+        let count = try fields.readCount()
+        var result: [Key: Value] = [:]
+        for _ in 0..<count { result[try Key.decode(from: &fields)] = try Value.decode(from: &fields) }
+        return result
+    }
+}
+
+/// Enums with a raw value are stored as the raw value: declare `extension Mood: FieldValue {}`.
+extension FieldValue where Self: RawRepresentable, RawValue: FieldValue {
+    public func encode(to fields: inout FieldWriter) { rawValue.encode(to: &fields) }
+
+    public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self {
+        let start = fields.offset
+        guard let value = Self(rawValue: try RawValue.decode(from: &fields)) else {
+            throw FieldDecodingError(offset: start, reason: "no case of \(Self.self) has this raw value")
+        }
+        return value
+    }
+}
+
+extension FieldReader {
+    /// A collection count, refused when it cannot fit in the bytes left (each element takes at
+    /// least one byte), so corrupt counts never allocate huge arrays.
+    mutating func readCount() throws(FieldDecodingError) -> Int {
+        let start = offset
+        let count = try readVarint()
+        guard count <= UInt64(bytes.count - offset) else {
+            throw FieldDecodingError(offset: start, reason: "count \(count) exceeds the bytes left")
+        }
+        return Int(count)
+    }
+}

@@ -1,0 +1,82 @@
+import StrataEngine
+import StrataKeyCodec
+
+/// A condition on the last key component of a query.
+public enum Comparison<Value: KeyComponent & Comparable>: Sendable where Value: Sendable {
+    case equals(Value)
+    case lessThan(Value)
+    case lessThanOrEqual(Value)
+    case greaterThan(Value)
+    case greaterThanOrEqual(Value)
+    /// `lower ..< upper`
+    case range(Range<Value>)
+    /// `lower ... upper`
+    case closedRange(ClosedRange<Value>)
+    /// Any of these values; missing ones are skipped.
+    case oneOf([Value])
+}
+
+/// Ascending or descending key order.
+public enum Order: Sendable {
+    case ascending, descending
+}
+
+/// A query on a record type's key: equality on leading components, optionally a comparison on
+/// the next one. Only the last component of a query may be a range, and no component may be
+/// skipped; the macro's generated methods make other shapes compile errors, and for
+/// hand-written queries ``TransactionContext`` checks the shape against ``RecordType/key``.
+public struct RecordQuery: Sendable {
+    /// Types of the components, in order, for the run-time check.
+    var componentTypes: [ObjectIdentifier] = []
+    var prefix: [UInt8] = []
+    /// Key ranges after the prefix, in ascending key order (several for `oneOf`).
+    var bounds: [[ComponentBound]] = [[]]
+    /// `oneOf` with no values: nothing matches.
+    var isEmpty = false
+
+    /// Every record of the type.
+    public static var all: RecordQuery { RecordQuery() }
+
+    /// Adds an equality on the next key component.
+    public func equal<V: KeyComponent>(_ value: V) -> RecordQuery {
+        var query = self
+        query.componentTypes.append(ObjectIdentifier(V.self))
+        var writer = KeyWriter()
+        writer.append(value)
+        query.prefix += writer.bytes
+        return query
+    }
+
+    /// Adds a comparison on the next key component; it must be the last.
+    public func then<V>(_ comparison: Comparison<V>) -> RecordQuery {
+        var query = self
+        query.componentTypes.append(ObjectIdentifier(V.self))
+        func e(_ v: V) -> [UInt8] {
+            var writer = KeyWriter()
+            writer.append(v)
+            return writer.bytes
+        }
+        switch comparison {
+        case .equals(let v): query.bounds = [[.above(e(v), inclusive: true), .below(e(v), inclusive: true)]]
+        case .lessThan(let v): query.bounds = [[.below(e(v), inclusive: false)]]
+        case .lessThanOrEqual(let v): query.bounds = [[.below(e(v), inclusive: true)]]
+        case .greaterThan(let v): query.bounds = [[.above(e(v), inclusive: false)]]
+        case .greaterThanOrEqual(let v): query.bounds = [[.above(e(v), inclusive: true)]]
+        case .range(let r): query.bounds = [[.above(e(r.lowerBound), inclusive: true), .below(e(r.upperBound), inclusive: false)]]
+        case .closedRange(let r): query.bounds = [[.above(e(r.lowerBound), inclusive: true), .below(e(r.upperBound), inclusive: true)]]
+        case .oneOf(let values):
+            // Each value once, in key order; an empty set selects nothing.
+            let keys = Set(values.map(e)).sorted { $0.lexicographicallyPrecedes($1) }
+            query.bounds = keys.map { [.above($0, inclusive: true), .below($0, inclusive: true)] }
+            query.isEmpty = keys.isEmpty
+        }
+        return query
+    }
+
+    /// The byte ranges to scan for records in `keyspacePrefix`, in ascending order.
+    func ranges(keyspacePrefix: [UInt8]) -> [KeyRange] {
+        if isEmpty { return [] }
+        let prefix = keyspacePrefix + self.prefix
+        return bounds.map { KeyRange.components(prefix: prefix, $0) }
+    }
+}

@@ -1,0 +1,32 @@
+import StrataEngine
+
+/// Errors of the record layer. Engine failures arrive as ``StrataEngine/EngineError``.
+public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stored value or key of `type` could not be decoded (corrupt or foreign bytes).
+    case corruptRecord(type: String, detail: String)
+    /// A value written under another schema version, with no migration for it.
+    case versionMismatch(type: String, stored: UInt32, current: UInt32)
+    /// The encoded key exceeds the engine's key limit.
+    case keyTooLarge(type: String, length: Int, limit: Int)
+    /// Two record types claim one keyspace, or the stored key layout differs from the type's.
+    case keyspaceClash(keyspace: String, detail: String)
+    /// A query whose shape does not fit the record's key (checked at run time for hand-written queries).
+    case invalidQuery(type: String, detail: String)
+    /// A write in a read-only transaction.
+    case readOnlyTransaction
+    /// The store's manifest does not match how it is opened.
+    case manifestMismatch(detail: String)
+
+    public var description: String {
+        switch self {
+        case let .corruptRecord(type, detail): return "corrupt \(type) record: \(detail)"
+        case let .versionMismatch(type, stored, current):
+            return "\(type) record stored under schema version \(stored), the type is at version \(current) and has no migration for it"
+        case let .keyTooLarge(type, length, limit): return "\(type) key is \(length) bytes encoded, the limit is \(limit)"
+        case let .keyspaceClash(keyspace, detail): return "keyspace \"\(keyspace)\" clash: \(detail)"
+        case let .invalidQuery(type, detail): return "invalid query on \(type): \(detail)"
+        case .readOnlyTransaction: return "cannot write in a read-only transaction"
+        case let .manifestMismatch(detail): return "store manifest mismatch: \(detail)"
+        }
+    }
+}

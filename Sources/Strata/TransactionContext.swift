@@ -1,0 +1,223 @@
+import StrataEngine
+import StrataKeyCodec
+
+/// The record operations of one transaction. Valid only inside the closure it is passed to.
+///
+/// Every query seeks straight to its first key and stops after its last: it costs
+/// O(log n + k) for k results, whatever the store's size.
+public final class TransactionContext {
+    unowned let store: Store
+    let reader: any KeyValueReader
+    let writer: (any KeyValueWriter)?
+    /// Record types whose keyspace was checked in this transaction.
+    private var checked: [ObjectIdentifier] = []
+    /// Reused for encoding keys and values without allocating per record.
+    private var keyWriter = KeyWriter(capacity: 64)
+    private var fieldWriter = FieldWriter()
+
+    init(store: Store, reader: any KeyValueReader, writer: (any KeyValueWriter)?) {
+        self.store = store
+        self.reader = reader
+        self.writer = writer
+    }
+
+    /// Whether this transaction may write.
+    public var isWritable: Bool { writer != nil }
+
+    // MARK: Writing
+
+    /// Stores `record`, replacing the record with the same key.
+    public func insert<R: Record>(_ record: R) throws {
+        let writer = try writable()
+        try prepare(R.self)
+        let key = try encodeKey(record)
+        fieldWriter = FieldWriter()
+        fieldWriter.writeVarint(UInt64(R.recordType.version))
+        record.writeFields(to: &fieldWriter)
+        try key.withUnsafeBytes { k in try fieldWriter.bytes.withUnsafeBytes { try writer.put($0, forKey: k) } }
+    }
+
+    /// Stores `record` unless a record with its key exists; returns whether it was stored.
+    @discardableResult
+    public func insertIfAbsent<R: Record>(_ record: R) throws -> Bool {
+        _ = try writable()
+        try prepare(R.self)
+        if try reader.exists(try encodeKey(record)) { return false }
+        try insert(record)
+        return true
+    }
+
+    /// Deletes the record with `record`'s key; returns whether there was one.
+    @discardableResult
+    public func delete<R: Record>(_ record: R) throws -> Bool {
+        let writer = try writable()
+        try prepare(R.self)
+        let key = try encodeKey(record)
+        guard try reader.exists(key) else { return false }
+        try writer.delete(key)
+        return true
+    }
+
+    /// Deletes every record matching `query`; returns how many.
+    @discardableResult
+    public func delete<R: Record>(_ type: R.Type, _ query: RecordQuery) throws -> Int {
+        let writer = try writable()
+        try prepare(R.self)
+        try validate(query, for: R.self)
+        var removed = 0
+        for range in query.ranges(keyspacePrefix: Self.prefix(R.self)) { removed += try writer.clear(range) }
+        return removed
+    }
+
+    // MARK: Reading
+
+    /// The record whose key is exactly the components of `query` (all of them, by equality).
+    public func fetch<R: Record>(_ type: R.Type, _ query: RecordQuery) throws -> R? {
+        try prepare(R.self)
+        try validate(query, for: R.self)
+        guard query.componentTypes.count == R.recordType.key.count, query.bounds == [[]] else {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "fetch needs every key component, by equality")
+        }
+        let key = Self.prefix(R.self) + query.prefix
+        return try key.withUnsafeBytes { k in
+            try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } }
+        }
+    }
+
+    /// The records matching `query`, in key order (or reverse), at most `limit`.
+    public func select<R: Record>(_ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending) throws -> [R] {
+        var result: [R] = []
+        try forEach(R.self, query, limit: limit, order: order) { record in
+            result.append(record)
+            return true
+        }
+        return result
+    }
+
+    /// Visits the records matching `query` one at a time, without collecting them: `body`
+    /// returns `false` to stop. Memory stays flat however many records match.
+    public func forEach<R: Record>(
+        _ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending,
+        _ body: (R) throws -> Bool
+    ) throws {
+        try prepare(R.self)
+        try validate(query, for: R.self)
+        var remaining = limit ?? Int.max
+        var ranges = query.ranges(keyspacePrefix: Self.prefix(R.self))
+        if order == .descending { ranges.reverse() }
+        var stopped = false
+        for range in ranges where remaining > 0 && !stopped {
+            try reader.scan(range, reverse: order == .descending, limit: remaining == Int.max ? nil : remaining) { key, value in
+                remaining -= 1
+                if try !body(try decode(R.self, key: key, value: value)) { stopped = true }
+                return !stopped
+            }
+        }
+    }
+
+    /// How many records match `query` (keys are counted, values not decoded).
+    public func count<R: Record>(_ type: R.Type, _ query: RecordQuery = .all) throws -> Int {
+        try prepare(R.self)
+        try validate(query, for: R.self)
+        var n = 0
+        for range in query.ranges(keyspacePrefix: Self.prefix(R.self)) {
+            try reader.scan(range, reverse: false, limit: nil) { _, _ in
+                n += 1
+                return true
+            }
+        }
+        return n
+    }
+
+    // MARK: Encoding
+
+    /// The keyspace prefix of `R`: its keyspace name as the first key component.
+    static func prefix<R: Record>(_: R.Type) -> [UInt8] { KeyCodec.encode(R.recordType.keyspace) }
+
+    func encodeKey<R: Record>(_ record: R) throws -> [UInt8] {
+        keyWriter.removeAll()
+        keyWriter.append(R.recordType.keyspace)
+        record.writeKey(to: &keyWriter)
+        guard keyWriter.bytes.count <= KeyLimits.maxKeyLength else {
+            throw RecordError.keyTooLarge(type: "\(R.self)", length: keyWriter.bytes.count, limit: KeyLimits.maxKeyLength)
+        }
+        return keyWriter.bytes
+    }
+
+    /// Decodes a stored record; bad bytes throw ``RecordError/corruptRecord(type:detail:)``.
+    func decode<R: Record>(_: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> R {
+        var keyReader = KeyReader(key)
+        var fields = FieldReader(value)
+        do {
+            _ = try keyReader.read(String.self)  // the keyspace
+            let version = try fields.readVarint()
+            let current = R.recordType.version
+            if version == UInt64(current) {
+                let record = try R(key: &keyReader, fields: &fields)
+                try keyReader.finish()
+                try fields.finish()
+                return record
+            }
+            let stored = UInt32(truncatingIfNeeded: version)
+            guard let migrated = try R.migrate(fromVersion: stored, key: &keyReader, fields: &fields) else {
+                throw RecordError.versionMismatch(type: "\(R.self)", stored: stored, current: current)
+            }
+            return migrated
+        } catch let error as KeyDecodingError {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: \(error)")
+        } catch let error as FieldDecodingError {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(error)")
+        }
+    }
+
+    // MARK: Checks
+
+    private func writable() throws -> any KeyValueWriter {
+        guard let writer else { throw RecordError.readOnlyTransaction }
+        return writer
+    }
+
+    /// Checks `R`'s keyspace once per transaction.
+    private func prepare<R: Record>(_: R.Type) throws {
+        let id = ObjectIdentifier(R.self)
+        if checked.contains(id) { return }
+        try store.catalog.check(R.self, in: reader, writer: writer)
+        checked.append(id)
+    }
+
+    /// Checks a query's shape against `R`'s key: no more components than the key has, each of
+    /// the key component's type (a hand-written query can get this wrong; a generated one cannot).
+    private func validate<R: Record>(_ query: RecordQuery, for _: R.Type) throws {
+        let key = R.recordType.key
+        guard query.componentTypes.count <= key.count else {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "\(query.componentTypes.count) key components given, the key has \(key.count)")
+        }
+        for (i, type) in query.componentTypes.enumerated() where type != key[i].typeID {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "key component \(i) (\(key[i].name)) is \(key[i].typeName)")
+        }
+    }
+}
+
+extension Record {
+    /// The records matching `query`; see ``TransactionContext/select(_:_:limit:order:)``.
+    public static func select(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending) throws -> [Self] {
+        try ctx.select(Self.self, query, limit: limit, order: order)
+    }
+
+    /// How many records match `query`.
+    public static func count(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> Int {
+        try ctx.count(Self.self, query)
+    }
+
+    /// Deletes the records matching `query`; returns how many.
+    @discardableResult
+    public static func delete(in ctx: TransactionContext, _ query: RecordQuery) throws -> Int {
+        try ctx.delete(Self.self, query)
+    }
+
+    /// Visits the records matching `query` lazily.
+    public static func forEach(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending,
+                               _ body: (Self) throws -> Bool) throws {
+        try ctx.forEach(Self.self, query, limit: limit, order: order, body)
+    }
+}

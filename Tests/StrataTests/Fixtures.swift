@@ -1,0 +1,139 @@
+import Foundation
+import Strata
+import StrataEngine
+import StrataKeyCodec
+
+/// A hand-written record with a two-component key, as the README shows.
+struct Person: Record, Equatable {
+    var lastName: String
+    var firstName: String
+    var age: Int
+    var email: String?
+
+    static let recordType = RecordType(keyspace: "Person", version: 1, key: [("lastName", String.self), ("firstName", String.self)])
+
+    func writeKey(to key: inout KeyWriter) {
+        key.append(lastName)
+        key.append(firstName)
+    }
+
+    func writeFields(to fields: inout FieldWriter) {
+        fields.write(age)
+        fields.write(email)
+    }
+
+    init(lastName: String, firstName: String, age: Int, email: String? = nil) {
+        self.lastName = lastName
+        self.firstName = firstName
+        self.age = age
+        self.email = email
+    }
+
+    init(key: inout KeyReader, fields: inout FieldReader) throws {
+        lastName = try key.read()
+        firstName = try key.read()
+        age = try fields.read()
+        email = try fields.read()
+    }
+}
+
+/// A record keyed by (sensor, time), with fields of many kinds.
+struct Reading: Record, Equatable {
+    enum Unit: String, FieldValue, Codable { case celsius, kelvin }
+    struct Calibration: Codable, Equatable { var offset: Double; var note: String }
+
+    var sensor: Int
+    var time: Date
+    var value: Double
+    var unit: Unit
+    var tags: [String]
+    var flags: Set<Int>
+    var extra: [String: Int]
+    var id: UUID
+    var source: URL?
+    var calibration: Calibration
+    var payload: Data
+
+    static let recordType = RecordType(keyspace: "Reading", version: 1, key: [("sensor", Int.self), ("time", Date.self)])
+
+    func writeKey(to key: inout KeyWriter) {
+        key.append(sensor)
+        key.append(time)
+    }
+
+    func writeFields(to fields: inout FieldWriter) {
+        fields.write(value)
+        fields.write(unit)
+        fields.write(tags)
+        fields.write(flags)
+        fields.write(extra)
+        fields.write(id)
+        fields.write(source)
+        fields.write(calibration)
+        fields.write(payload)
+    }
+
+    init(sensor: Int, time: Date, value: Double, unit: Unit = .celsius, tags: [String] = [], flags: Set<Int> = [], extra: [String: Int] = [:],
+         id: UUID = UUID(), source: URL? = nil, calibration: Calibration = .init(offset: 0, note: ""), payload: Data = Data()) {
+        (self.sensor, self.time, self.value, self.unit, self.tags, self.flags) = (sensor, time, value, unit, tags, flags)
+        (self.extra, self.id, self.source, self.calibration, self.payload) = (extra, id, source, calibration, payload)
+    }
+
+    init(key: inout KeyReader, fields: inout FieldReader) throws {
+        sensor = try key.read()
+        time = try key.read()
+        value = try fields.read()
+        unit = try fields.read()
+        tags = try fields.read()
+        flags = try fields.read()
+        extra = try fields.read()
+        id = try fields.read()
+        source = try fields.read()
+        calibration = try fields.read()
+        payload = try fields.read()
+    }
+}
+
+/// Every engine a Store can open, each in a fresh directory.
+enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
+    case lmdb, leveldb, sqlite, memory
+    var description: String { rawValue }
+
+    func engine(_ path: String) -> Store.Engine {
+        switch self {
+        case .lmdb: return .lmdb(path: path)
+        case .leveldb: return .leveldb(path: path)
+        case .sqlite: return .sqlite(path: path)
+        case .memory: return .memory
+        }
+    }
+}
+
+/// A fresh temporary directory; `cleanup()` removes it.
+struct TemporaryDirectory {
+    let path: String
+    init() {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("strata-records-\(UUID().uuidString)").path
+    }
+    func cleanup() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Runs `body` with a fresh store of `kind`, closed and removed afterwards.
+func withStore<R>(_ kind: StoreKind, _ body: (Store, String) throws -> R) throws -> R {
+    let dir = TemporaryDirectory()
+    defer { dir.cleanup() }
+    let store = try Store(kind.engine(dir.path))
+    defer { try? store.close() }
+    return try body(store, dir.path)
+}
+
+let people: [Person] = [
+    Person(lastName: "Dallas", firstName: "Korben", age: 45),
+    Person(lastName: "Dallas", firstName: "Leeloo", age: 25),
+    Person(lastName: "Dallas", firstName: "Anna", age: 60),
+    Person(lastName: "Dallas", firstName: "Zed", age: 70),
+    Person(lastName: "Rhod", firstName: "Ruby", age: 30),
+    Person(lastName: "Zorg", firstName: "Jean-Baptiste", age: 50),
+    Person(lastName: "Cornelius", firstName: "Vito", age: 65),
+    Person(lastName: "Dallas\u{0}", firstName: "Nul", age: 1),
+]
