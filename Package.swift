@@ -52,11 +52,19 @@ let package = Package(
         // The conformance test kit: depends on the core only.
         .target(name: "StrataConformance", dependencies: ["StrataEngine"], path: "Conformance", exclude: ["README.md"]),
 
+        // The benchmark's yardstick (the workloads straight on the C APIs) and its allocation counter.
+        .target(
+            name: "CRawBench",
+            linkerSettings: [.linkedLibrary("lmdb"), .linkedLibrary("leveldb"), .linkedLibrary("sqlite3")]
+        ),
+        .target(name: "CAllocationCounter"),
+
         // Command-line tool.
         .executableTarget(
             name: "strata",
             dependencies: [
-                "StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance",
+                "Strata", "StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory",
+                "StrataConformance", "CRawBench", "CAllocationCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -97,7 +97,15 @@ enum RangeCases {
         }
     }
 
-    static let pagingCases: [ConformanceCase] = [false, true].map { reverse in
+    static let negativeLimit = ConformanceCase("range", "a negative limit is refused") { ctx in
+        let store = try ctx.store(with: fixture.map { ($0, []) })
+        try expectError(.invalidArgument("scan limit -1 is negative"), "limit -1") { try store.read { tx in try tx.keys(.all, limit: -1) } }
+        try expectError(.invalidArgument("scan limit -1 is negative"), "limit -1, reverse") {
+            try store.read { tx in try tx.keys(.all, reverse: true, limit: -1) }
+        }
+    }
+
+    static let pagingCases: [ConformanceCase] = [negativeLimit] + [false, true].map { reverse in
         ConformanceCase("range", "paging after the last key seen has no duplicates and no gaps" + (reverse ? ", reverse" : "")) { ctx in
             var random = SeededRandom(seed: 42)
             var keys = Set<[UInt8]>()

@@ -327,6 +327,18 @@ enum TransactionCases {
             }
             try store.read { tx in try expectEqual(try tx.get(b("b")), b("1"), "get(b)") }
         },
+        ConformanceCase("transaction", "a put inside a withValue body for a missing key is refused") { ctx in
+            let store = try ctx.store(with: base)
+            try store.write { tx in
+                try [UInt8](b("missing")).withUnsafeBytes { key in
+                    try tx.withValue(forKey: key) { value in
+                        try expectEqual(value == nil, true, "the key is missing")
+                        try expectError(.writeWhileReading, "put inside withValue(nil)") { try tx.put(b("x"), forKey: b("missing")) }
+                    }
+                }
+            }
+            try store.read { tx in try expectEqual(try tx.get(b("missing")), nil, "get(missing)") }
+        },
         ConformanceCase("transaction", "reads inside a scan visitor work") { ctx in
             let store = try ctx.store(with: base)
             var values: [[UInt8]] = []

@@ -36,6 +36,11 @@ public enum EngineError: Error, Sendable, Hashable, CustomStringConvertible {
     case corrupt(path: String, detail: String)
     /// The operating system refused access to the path.
     case permissionDenied(path: String, detail: String)
+    /// The transaction was rolled back without effect and can simply be run again (e.g. LMDB
+    /// could not grow its map because another process committed meanwhile).
+    case mustRetry(reason: String)
+    /// An argument no engine accepts, such as a negative scan limit.
+    case invalidArgument(String)
     /// Any other failure of the storage library, with its own code and message.
     case engineFailure(engine: String, code: Int, message: String, operation: String)
 
@@ -56,6 +61,8 @@ public enum EngineError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .diskFull(path): return "disk full while writing \(path); the transaction was rolled back"
         case let .corrupt(path, detail): return "the store at \(path) is corrupt: \(detail)"
         case let .permissionDenied(path, detail): return "permission denied: \(path): \(detail)"
+        case let .mustRetry(reason): return "the transaction was rolled back and can be retried: \(reason)"
+        case let .invalidArgument(detail): return "invalid argument: \(detail)"
         case let .engineFailure(engine, code, message, operation):
             return "\(engine) error \(code): \(message) - while \(operation)"
         }

@@ -12,6 +12,14 @@ public enum KeyLimits {
     }
 }
 
+extension KeyLimits {
+    /// Throws for a negative scan limit; every adapter checks limits here.
+    @inline(__always)
+    public static func validate(limit: Int?) throws(EngineError) {
+        if let limit, limit < 0 { throw .invalidArgument("scan limit \(limit) is negative") }
+    }
+}
+
 /// A ``KeyRange`` rewritten for adapters: bounds no longer than a key and never empty,
 /// or no range at all when it provably holds no key.
 ///

@@ -65,10 +65,22 @@ public final class TransactionGate: @unchecked Sendable {
     /// Called by the running writer: waits until no reader of this process is inside a
     /// transaction (holding new readers back meanwhile), then runs `body` alone.
     /// LMDB needs this to remap a grown map file under no live pointers.
-    public func withReadersDrained<R>(_ body: () throws -> R) rethrows -> R {
+    ///
+    /// Throws ``EngineError/mustRetry(reason:)`` when readers are still running after `timeout`
+    /// seconds: a reader that waits for this writer (directly or through another thread) would
+    /// otherwise deadlock the store.
+    public func withReadersDrained<R>(timeout: Double = 10, _ body: () throws -> R) throws -> R {
         condition.lock()
         exclusivePending = true
-        while readers > 0 { condition.wait() }
+        let deadline = Date().addingTimeInterval(timeout)
+        while readers > 0 {
+            if !condition.wait(until: deadline) && readers > 0 {
+                exclusivePending = false
+                condition.broadcast()
+                condition.unlock()
+                throw EngineError.mustRetry(reason: "read transactions of this process did not end within \(Int(timeout)) s")
+            }
+        }
         condition.unlock()
         defer {
             condition.lock()

@@ -34,6 +34,9 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
 
     let gate = TransactionGate()
     private var env: OpaquePointer?
+    /// Set when LMDB could not remap the file after a map size change: the environment has no
+    /// map any more, so every later transaction fails with this error (close still works).
+    private var unusable: EngineError?
     private(set) var dbi: MDB_dbi = 0
     private let canonicalPath: String
 
@@ -101,11 +104,7 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
                 }
             } catch is MapResizedByAnotherProcess {
                 // Thrown before `body` ran. Adopt the new size as the writer would, then retry.
-                try gate.withWrite {
-                    try gate.withReadersDrained {
-                        try check(mdb_env_set_mapsize(env, 0), "adopting a map grown by another process", path: path)
-                    }
-                }
+                try gate.withWrite { try setMapSize(0, "adopting a map grown by another process") }
             }
         }
     }
@@ -137,6 +136,7 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
 
     /// Begins an LMDB transaction, adopting a map grown by another process when LMDB asks.
     func beginTransaction(readOnly: Bool) throws -> OpaquePointer {
+        if let unusable { throw unusable }
         while true {
             var txn: OpaquePointer?
             let rc = mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
@@ -145,9 +145,7 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
             case MDB_READERS_FULL: throw EngineError.readersFull(limit: lmdbOptions.maxReaders)
             case MDB_MAP_RESIZED where !readOnly:
                 // Another process grew the map: adopt its size while no reader here holds a pointer.
-                try gate.withReadersDrained {
-                    try check(mdb_env_set_mapsize(env, 0), "adopting a map grown by another process", path: path)
-                }
+                try setMapSize(0, "adopting a map grown by another process")
             case MDB_MAP_RESIZED:
                 // A reader cannot drain the other readers from inside the gate: `read` retries.
                 throw MapResizedByAnotherProcess()
@@ -162,8 +160,20 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
     func growMap(toAtLeast minimum: Int) throws {
         var size = mapSize
         while size < minimum { size *= 2 }
+        try setMapSize(size, "growing the map to \(size) bytes")
+    }
+
+    /// Changes the map size (0: adopt the size another process set) with no reader of this
+    /// process inside a transaction. LMDB unmaps before it maps again, so a failure leaves the
+    /// environment without a map: the engine is then marked unusable rather than left to crash.
+    private func setMapSize(_ size: Int, _ operation: String) throws {
         try gate.withReadersDrained {
-            try check(mdb_env_set_mapsize(env, size), "growing the map to \(size) bytes", path: path)
+            let rc = mdb_env_set_mapsize(env, size)
+            if rc != MDB_SUCCESS {
+                let error = lmdbError(rc, operation, path: path)
+                unusable = .engineFailure(engine: "LMDB", code: Int(rc), message: "the map could not be remapped; close and reopen the store (\(error))", operation: operation)
+                throw error
+            }
         }
     }
 }

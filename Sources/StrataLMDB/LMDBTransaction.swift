@@ -13,10 +13,14 @@ final class LMDBTransaction: KeyValueWriter {
     /// Set when an engine failure broke the transaction: it can only roll back now.
     private var failure: EngineError?
 
+    /// The LMDB transaction id the body's reads belong to.
+    private let txnID: Int
+
     init(engine: LMDBEngine, txn: OpaquePointer, writable: Bool) {
         self.engine = engine
         self.txn = txn
         self.writable = writable
+        txnID = mdb_txn_id(txn)
     }
 
     // MARK: Reads
@@ -26,11 +30,10 @@ final class LMDBTransaction: KeyValueWriter {
         let txn = try live()
         var k = MDB_val(key), v = MDB_val()
         let rc = mdb_get(txn, engine.dbi, &k, &v)
-        if rc == MDB_NOTFOUND { return try body(nil) }
-        try check(rc, "reading a key", path: engine.path)
-        lent += 1
+        if rc != MDB_NOTFOUND { try check(rc, "reading a key", path: engine.path) }
+        lent += 1  // also for a missing key: the body's writes are refused the same way on every engine
         defer { lent -= 1 }
-        return try body(v.buffer)
+        return try body(rc == MDB_NOTFOUND ? nil : v.buffer)
     }
 
     func scan(
@@ -38,6 +41,7 @@ final class LMDBTransaction: KeyValueWriter {
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         let txn = try live()
+        try KeyLimits.validate(limit: limit)
         guard limit != 0, let range = range.resolved() else { return }
         let cursor = try openCursor(txn)
         defer { mdb_cursor_close(cursor) }
@@ -159,6 +163,10 @@ final class LMDBTransaction: KeyValueWriter {
     /// transaction, as often as needed. Returns what the last replayed write returned.
     private func growAndReplay() throws(EngineError) -> Int {
         while true {
+            // Aborting releases LMDB's writer lock; another process may commit before we begin
+            // again. The replay is only sound on the snapshot the body read: the new transaction
+            // must get the same id, or the body's reads are stale and it must run again.
+            let expectedID = txnID
             if let txn { mdb_txn_abort(txn) }
             txn = nil
             do {
@@ -166,6 +174,9 @@ final class LMDBTransaction: KeyValueWriter {
                 txn = try engine.beginTransaction(readOnly: false)
             } catch {
                 try fail(error as? EngineError ?? .engineFailure(engine: "LMDB", code: 0, message: "\(error)", operation: "growing the map"))
+            }
+            if mdb_txn_id(txn) != expectedID {
+                try fail(.mustRetry(reason: "another process committed while the LMDB map was being grown"))
             }
             var last: (rc: Int32, removed: Int) = (MDB_SUCCESS, 0)
             log.replay { entry in

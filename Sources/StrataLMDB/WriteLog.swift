@@ -41,8 +41,8 @@ struct WriteLog {
         try bytes.withUnsafeBytes { buffer in
             var offset = 0
             func length() -> Int {
-                let n = Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
-                offset += 4
+                let n = Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                offset += 8
                 return n
             }
             func slice() -> UnsafeRawBufferPointer {
@@ -70,6 +70,6 @@ struct WriteLog {
     }
 
     private mutating func appendLength(_ n: Int) {
-        withUnsafeBytes(of: UInt32(n)) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt64(n)) { bytes.append(contentsOf: $0) }
     }
 }

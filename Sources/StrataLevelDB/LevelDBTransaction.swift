@@ -66,6 +66,7 @@ final class LevelDBTransaction: KeyValueWriter {
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         try live()
+        try KeyLimits.validate(limit: limit)
         guard limit != 0, let range = range.resolved() else { return }
         lent += 1
         defer { lent -= 1 }

@@ -80,9 +80,9 @@ final class MemoryTransaction: KeyValueWriter {
         try KeyLimits.validate(key)
         try live()
         let i = data.index(of: key)
-        guard i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 else { return try body(nil) }
-        lent += 1
+        lent += 1  // also for a missing key: writes in the body are refused on every engine
         defer { lent -= 1 }
+        guard i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 else { return try body(nil) }
         return try data.values[i].withUnsafeBytes { try body($0) }
     }
 
@@ -91,6 +91,7 @@ final class MemoryTransaction: KeyValueWriter {
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         try live()
+        try KeyLimits.validate(limit: limit)
         guard limit != 0, let range = range.resolved() else { return }
         let covered = data.indices(range)
         let snapshot = data  // writes are refused while scanning; this keeps the loop simple

@@ -72,8 +72,10 @@ extension UnsafeRawBufferPointer {
     /// Binds these bytes as a BLOB (never NULL, never TEXT: keys compare bytewise only as BLOBs).
     /// The bytes must outlive the statement's next reset.
     @inline(__always)
-    func bindBlob(to statement: OpaquePointer, at index: Int32) {
-        sqlite3_bind_blob(statement, index, baseAddress ?? UnsafeRawPointer(&emptyByte), Int32(count), nil)
+    @discardableResult
+    func bindBlob(to statement: OpaquePointer, at index: Int32) -> Int32 {
+        guard count <= Int(Int32.max) else { return SQLITE_TOOBIG }
+        return sqlite3_bind_blob(statement, index, baseAddress ?? UnsafeRawPointer(&emptyByte), Int32(count), nil)
     }
 
     /// Column `index` of the current row as borrowed bytes (empty for a zero-length blob,

@@ -34,6 +34,7 @@ final class SQLiteTransaction: KeyValueWriter {
         if let failure { end(commit: false); throw failure }
         guard !ended else { throw EngineError.transactionEnded }
         do {
+            try checkStillOpen()
             try connection.execute("COMMIT")
             ended = true
         } catch {
@@ -56,11 +57,10 @@ final class SQLiteTransaction: KeyValueWriter {
         return try connection.withStatement("SELECT v FROM kv WHERE k = ?1") { statement in
             key.bindBlob(to: statement, at: 1)
             let rc = sqlite3_step(statement)
-            if rc == SQLITE_DONE { return try body(nil) }
-            guard rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "reading a key", path: engine.path) }
-            lent += 1
+            guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw broken(sqliteError(rc, connection.handle, "reading a key", path: engine.path)) }
+            lent += 1  // also for a missing key: writes in the body are refused on every engine
             defer { lent -= 1 }
-            return try body(UnsafeRawBufferPointer(column: 0, of: statement))
+            return try body(rc == SQLITE_ROW ? UnsafeRawBufferPointer(column: 0, of: statement) : nil)
         }
     }
 
@@ -69,6 +69,7 @@ final class SQLiteTransaction: KeyValueWriter {
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         try live()
+        try KeyLimits.validate(limit: limit)
         guard limit != 0, let range = range.resolved() else { return }
         let sql = "SELECT k, v FROM kv" + Self.whereClause(range) + (reverse ? " ORDER BY k DESC" : " ORDER BY k") + " LIMIT ?3"
         try connection.withStatement(sql) { statement in
@@ -79,7 +80,7 @@ final class SQLiteTransaction: KeyValueWriter {
                 while true {
                     let rc = sqlite3_step(statement)
                     if rc == SQLITE_DONE { return }
-                    guard rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "scanning", path: engine.path) }
+                    guard rc == SQLITE_ROW else { throw broken(sqliteError(rc, connection.handle, "scanning", path: engine.path)) }
                     let more = try visit(UnsafeRawBufferPointer(column: 0, of: statement), UnsafeRawBufferPointer(column: 1, of: statement))
                     if !more { return }
                 }
@@ -115,7 +116,9 @@ final class SQLiteTransaction: KeyValueWriter {
         try writableCheck()
         try run("INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)", "writing a key") { statement in
             key.bindBlob(to: statement, at: 1)
-            value.bindBlob(to: statement, at: 2)
+            if value.bindBlob(to: statement, at: 2) != SQLITE_OK {
+                throw EngineError.invalidArgument("a \(value.count)-byte value exceeds SQLite's blob limit (\(sqlite3_limit(connection.handle, SQLITE_LIMIT_LENGTH, -1)) bytes)")
+            }
         }
     }
 
@@ -136,9 +139,9 @@ final class SQLiteTransaction: KeyValueWriter {
         }
     }
 
-    private func run(_ sql: String, _ operation: String, bind: (OpaquePointer) -> Void) throws {
+    private func run(_ sql: String, _ operation: String, bind: (OpaquePointer) throws -> Void) throws {
         try connection.withStatement(sql) { statement in
-            bind(statement)
+            try bind(statement)
             try step(statement, operation)
         }
     }
@@ -146,8 +149,21 @@ final class SQLiteTransaction: KeyValueWriter {
     /// Steps a write statement to completion; a failure breaks the transaction.
     private func step(_ statement: OpaquePointer, _ operation: String) throws(EngineError) {
         let rc = sqlite3_step(statement)
-        if rc != SQLITE_DONE {
-            let error = sqliteError(rc, connection.handle, operation, path: engine.path)
+        if rc != SQLITE_DONE { throw broken(sqliteError(rc, connection.handle, operation, path: engine.path)) }
+    }
+
+    /// Records a statement failure in a write transaction: SQLite may have rolled the whole
+    /// transaction back by itself, so nothing more may be written or committed in it (later
+    /// writes would otherwise autocommit one by one).
+    private func broken(_ error: EngineError) -> EngineError {
+        if writable { failure = error }
+        return error
+    }
+
+    /// Throws when SQLite ended the transaction on its own (an automatic rollback).
+    private func checkStillOpen() throws(EngineError) {
+        if writable && sqlite3_get_autocommit(connection.handle) != 0 {
+            let error = EngineError.engineFailure(engine: "SQLite", code: 0, message: "the transaction was rolled back by SQLite", operation: "writing")
             failure = error
             throw error
         }
@@ -162,5 +178,6 @@ final class SQLiteTransaction: KeyValueWriter {
         try live()
         if !writable { throw .readOnly(path: engine.path) }
         if lent > 0 { throw .writeWhileReading }
+        try checkStillOpen()
     }
 }

@@ -1,0 +1,39 @@
+#ifndef STRATA_RAWBENCH_H
+#define STRATA_RAWBENCH_H
+// The yardstick: the benchmark's engine-layer workloads run straight against liblmdb,
+// libleveldb and libsqlite3 through their C APIs, with the settings Strata's adapters use.
+// Every function times batches of operations into an array of nanoseconds and returns 0, or
+// -1 with a message in rb_error().
+#include <stddef.h>
+#include <stdint.h>
+
+enum { RB_LMDB = 0, RB_LEVELDB = 1, RB_SQLITE = 2 };
+
+typedef struct rb_store rb_store;
+
+/// Opens (creating) a store in directory `dir`. `durable`: 1 syncs every commit (Strata's
+/// Durability.full), 0 does not (Durability.relaxed).
+rb_store *rb_open(int engine, const char *dir, int durable);
+void rb_close(rb_store *store);
+const char *rb_error(void);
+
+/// Writes n pairs, keys[order[i]] → vals[order[i]], `per_txn` per transaction. The time of each
+/// batch of `batch` writes (commits included where they fall) goes to batch_ns.
+int rb_fill(rb_store *s, const uint8_t *keys, size_t klen, const uint8_t *vals, size_t vlen,
+            const uint32_t *order, size_t n, size_t per_txn, size_t batch, uint64_t *batch_ns);
+
+/// Reads keys[order[i]] for all n in one read transaction; counts hits in *found.
+int rb_read(rb_store *s, const uint8_t *keys, size_t klen, const uint32_t *order, size_t n,
+            size_t batch, uint64_t *batch_ns, uint64_t *found);
+
+/// Scans the whole store forward or backward in one read transaction. Writes the time of each
+/// batch of rows (up to max_batches), the row count and a checksum of the bytes seen.
+int rb_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, size_t max_batches,
+            uint64_t *rows, uint64_t *checksum);
+
+/// nscans scans of `len` rows each, from starts[i] (klen bytes each), in one read transaction;
+/// times each scan.
+int rb_scans(rb_store *s, const uint8_t *starts, size_t klen, size_t nscans, size_t len,
+             uint64_t *scan_ns, uint64_t *rows);
+
+#endif

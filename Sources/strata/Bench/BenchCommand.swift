@@ -1,0 +1,147 @@
+import ArgumentParser
+import CAllocationCounter
+import Foundation
+import Strata
+import StrataEngine
+import StrataLevelDB
+import StrataLMDB
+import StrataSQLite
+
+enum HeapProbe {
+    static func inUse() -> UInt64 { strata_heap_in_use() }
+    static func allocations() -> UInt64 { strata_allocation_count() }
+}
+
+/// `strata bench`: every engine, the same workloads, at the engine layer and the record layer,
+/// next to the C library itself.
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure every engine side by side (build with -c release).",
+        discussion: "Workloads: " + Workload.allCases.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: "; "))
+
+    @Option(help: "Records per store (1000000 for the long run).") var records = 100_000
+    @Option(help: "Short scans of 100 records.") var scans = 10_000
+    @Option(help: "Single-record transactions with full durability.") var syncTransactions = 1_000
+    @Option(parsing: .upToNextOption, help: "Engines: lmdb leveldb sqlite.") var engines: [String] = ["lmdb", "leveldb", "sqlite"]
+    @Option(parsing: .upToNextOption, help: "Workloads (all by default).") var workloads: [Workload] = Workload.allCases
+    @Option(help: "Where to write results.json and results.svg.") var output = "bench-results"
+    @Option(help: "Scratch directory for the stores (removed afterwards).") var scratch = NSTemporaryDirectory()
+
+    func validate() throws {
+        for engine in engines where !["lmdb", "leveldb", "sqlite"].contains(engine) {
+            throw ValidationError("unknown engine \(engine)")
+        }
+        if records < 1 { throw ValidationError("--records must be positive") }
+    }
+
+    func run() throws {
+        #if DEBUG
+        say("note: this is a debug build; figures mean little. Use: swift run -c release strata bench")
+        #endif
+        let root = (scratch as NSString).appendingPathComponent("strata-bench-\(getpid())")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let data = BenchData(count: records, scans: scans)
+        say("Strata benchmark: \(records) records (16-byte keys, 100-byte values), \(scans) short scans, \(syncTransactions) synced transactions")
+        say("Durability: relaxed for every workload but fillsync (LMDB MDB_NOSYNC, LevelDB sync=false, SQLite WAL synchronous=NORMAL);")
+        say("fillsync: full (LMDB sync, LevelDB sync=true, SQLite synchronous=FULL). LevelDB with Snappy on both sides.")
+        var results: [BenchResult] = []
+        var sizes: [String: [Layer: UInt64]] = [:]
+        var heapGrowth: [String: UInt64] = [:]
+        for engine in engines {
+            for layer in Layer.allCases {
+                let outcome = try measure(engine: engine, layer: layer, data: data, root: root)
+                results += outcome.results
+                sizes[engine, default: [:]][layer] = outcome.size
+                if let growth = outcome.heapGrowth { heapGrowth[engine] = growth }
+            }
+        }
+        let rated = Report.rate(results)
+        say("")
+        say(Report.table(rated, sizes: sizes, heapGrowth: heapGrowth, records: records))
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        let json = (output as NSString).appendingPathComponent("results.json")
+        let svg = (output as NSString).appendingPathComponent("results.svg")
+        try Report.json(rated, records: records).write(to: URL(fileURLWithPath: json))
+        try Report.svg(rated, records: records).write(toFile: svg, atomically: true, encoding: .utf8)
+        say("wrote \(json) and \(svg)")
+    }
+
+    struct Outcome {
+        var results: [BenchResult] = []
+        var size: UInt64 = 0
+        var heapGrowth: UInt64?
+    }
+
+    /// Runs the selected workloads on fresh stores of one engine and layer.
+    func measure(engine: String, layer: Layer, data: BenchData, root: String) throws -> Outcome {
+        var outcome = Outcome()
+        let base = "\(root)/\(engine)-\(layer == .raw ? "raw" : layer.rawValue)"
+        func open(_ name: String, durable: Bool) throws -> BenchTarget {
+            let path = "\(base)-\(name)"
+            let options = EngineOptions(mode: .create, durability: durable ? .full : .relaxed)
+            switch layer {
+            case .raw: return try RawTarget(engine: engine, path: path, durable: durable, data: data)
+            case .engine: return EngineTarget(engine: try Self.openEngine(engine, path, options), data: data)
+            case .record: return RecordTarget(store: try Store(engine: try Self.openEngine(engine, path, options)), data: data)
+            }
+        }
+        func run(_ workload: Workload, operations: Int, opsPerBatch: Int, _ body: () throws -> [UInt64]) throws {
+            guard workloads.contains(workload) else { return }
+            FileHandle.standardOutput.write(Data("  \(engine) \(layer.rawValue) \(workload.rawValue)…".utf8))
+            let allocationsBefore = HeapProbe.allocations()
+            let start = now()
+            let nanos = try body()
+            let seconds = Double(now() - start) / 1e9
+            let allocations = Double(HeapProbe.allocations() - allocationsBefore) / Double(operations)
+            let timings = Timings(batchNanos: nanos, opsPerBatch: opsPerBatch)
+            let result = BenchResult(engine: engine, layer: layer, workload: workload, operations: operations, seconds: seconds,
+                                     p50Micros: timings.percentile(0.5), p99Micros: timings.percentile(0.99),
+                                     allocationsPerOperation: allocations)
+            say(" \(Report.rate(result.opsPerSecond)) ops/s")
+            outcome.results.append(result)
+        }
+        let n = data.count, batch = min(1_000, n)
+        if workloads.contains(.fillseq) {
+            let target = try open("seq", durable: false)
+            try run(.fillseq, operations: n, opsPerBatch: batch) { try target.fill(data.sequentialOrder, perTransaction: n, batch: batch) }
+            try target.close()
+        }
+        let target = try open("random", durable: false)
+        try run(.fillrandom, operations: n, opsPerBatch: batch) { try target.fill(data.randomOrder, perTransaction: 1_000, batch: batch) }
+        if !workloads.contains(.fillrandom) { _ = try target.fill(data.randomOrder, perTransaction: 1_000, batch: batch) }
+        try run(.readrandom, operations: n, opsPerBatch: batch) { try target.read(data.randomOrder, batch: batch) }
+        try run(.scanforward, operations: n, opsPerBatch: batch) { try target.scan(reverse: false, batch: batch) }
+        try run(.scanreverse, operations: n, opsPerBatch: batch) { try target.scan(reverse: true, batch: batch) }
+        try run(.scan100, operations: data.scanStarts.count, opsPerBatch: 1) { try target.scans(length: 100) }
+        outcome.heapGrowth = (target as? RecordTarget)?.scanHeapGrowth
+        try target.close()
+        outcome.size = Self.directorySize("\(base)-random")
+        if workloads.contains(.fillsync) {
+            let synced = try open("sync", durable: true)
+            let count = min(syncTransactions, n)
+            try run(.fillsync, operations: count, opsPerBatch: 1) {
+                try synced.fill(Array(data.randomOrder.prefix(count)), perTransaction: 1, batch: 1)
+            }
+            try synced.close()
+        }
+        return outcome
+    }
+
+    static func openEngine(_ name: String, _ path: String, _ options: EngineOptions) throws -> any KeyValueEngine {
+        switch name {
+        case "lmdb": return try LMDBEngine(path: path, options: options, lmdb: LMDBOptions(mapSize: 1 << 34))
+        case "leveldb": return try LevelDBEngine(path: path, options: options)
+        default: return try SQLiteEngine(path: path, options: options)
+        }
+    }
+
+    static func directorySize(_ path: String) -> UInt64 {
+        let files = (try? FileManager.default.subpathsOfDirectory(atPath: path)) ?? []
+        return files.reduce(0) { total, file in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).appendingPathComponent(file))
+            return total + ((attributes?[.size] as? NSNumber)?.uint64Value ?? 0)
+        }
+    }
+}
+
+extension Workload: ExpressibleByArgument {}

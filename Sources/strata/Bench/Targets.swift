@@ -1,0 +1,240 @@
+import CRawBench
+import Foundation
+import Strata
+import StrataEngine
+
+/// One implementation under measurement: raw C, Strata's engine layer, or its record layer.
+protocol BenchTarget: AnyObject {
+    func fill(_ order: [UInt32], perTransaction: Int, batch: Int) throws -> [UInt64]
+    func read(_ order: [UInt32], batch: Int) throws -> [UInt64]
+    func scan(reverse: Bool, batch: Int) throws -> [UInt64]
+    func scans(length: Int) throws -> [UInt64]
+    func close() throws
+}
+
+/// Times every `batch` operations of a loop into an array.
+struct BatchClock {
+    let batch: Int
+    var nanos: [UInt64] = []
+    var mark = now()
+    var done = 0
+    init(batch: Int) { self.batch = batch }
+
+    mutating func tick() {
+        done += 1
+        if done % batch == 0 { lap() }
+    }
+
+    mutating func lap() {
+        let t = now()
+        nanos.append(t - mark)
+        mark = t
+    }
+
+    mutating func finish() -> [UInt64] {
+        if done % batch != 0 { lap() }
+        return nanos
+    }
+}
+
+struct BenchFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The C library through its own API.
+final class RawTarget: BenchTarget {
+    let store: OpaquePointer
+    let data: BenchData
+
+    init(engine: String, path: String, durable: Bool, data: BenchData) throws {
+        let code: Int32 = engine == "lmdb" ? Int32(RB_LMDB) : engine == "leveldb" ? Int32(RB_LEVELDB) : Int32(RB_SQLITE)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        guard let store = rb_open(code, path, durable ? 1 : 0) else { throw BenchFailure(description: String(cString: rb_error())) }
+        self.store = store
+        self.data = data
+    }
+
+    private func check(_ rc: Int32) throws { if rc != 0 { throw BenchFailure(description: String(cString: rb_error())) } }
+
+    func fill(_ order: [UInt32], perTransaction: Int, batch: Int) throws -> [UInt64] {
+        var nanos = [UInt64](repeating: 0, count: (order.count + batch - 1) / batch)
+        try check(rb_fill(store, data.keys.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
+                          data.values.baseAddress!.assumingMemoryBound(to: UInt8.self), 100, order, order.count, perTransaction, batch, &nanos))
+        return nanos
+    }
+
+    func read(_ order: [UInt32], batch: Int) throws -> [UInt64] {
+        var nanos = [UInt64](repeating: 0, count: (order.count + batch - 1) / batch)
+        var found: UInt64 = 0
+        try check(rb_read(store, data.keys.baseAddress!.assumingMemoryBound(to: UInt8.self), 16, order, order.count, batch, &nanos, &found))
+        guard found == UInt64(order.count) else { throw BenchFailure(description: "raw read found \(found) of \(order.count)") }
+        return nanos
+    }
+
+    func scan(reverse: Bool, batch: Int) throws -> [UInt64] {
+        var nanos = [UInt64](repeating: 0, count: data.count / batch + 2)
+        var rows: UInt64 = 0, checksum: UInt64 = 0
+        try check(rb_scan(store, reverse ? 1 : 0, batch, &nanos, nanos.count, &rows, &checksum))
+        guard rows == UInt64(data.count) else { throw BenchFailure(description: "raw scan saw \(rows) rows of \(data.count)") }
+        return Array(nanos.prefix((data.count + batch - 1) / batch))
+    }
+
+    func scans(length: Int) throws -> [UInt64] {
+        var nanos = [UInt64](repeating: 0, count: data.scanStarts.count)
+        var rows: UInt64 = 0
+        let starts = data.packedScanStarts
+        try check(rb_scans(store, starts, 16, data.scanStarts.count, length, &nanos, &rows))
+        return nanos
+    }
+
+    func close() throws { rb_close(store) }
+}
+
+/// Strata's engine layer: the KeyValueEngine adapter, with borrowed bytes.
+final class EngineTarget: BenchTarget {
+    let engine: any KeyValueEngine
+    let data: BenchData
+
+    init(engine: any KeyValueEngine, data: BenchData) {
+        self.engine = engine
+        self.data = data
+    }
+
+    func fill(_ order: [UInt32], perTransaction: Int, batch: Int) throws -> [UInt64] {
+        var clock = BatchClock(batch: batch)
+        var next = 0
+        while next < order.count {
+            let end = min(next + perTransaction, order.count)
+            try engine.write { tx in
+                for i in next..<end {
+                    try tx.put(data.value(Int(order[i])), forKey: data.key(Int(order[i])))
+                    if i + 1 < end { clock.tick() }
+                }
+            }
+            clock.tick()  // the commit counts in the batch where it falls
+            next = end
+        }
+        return clock.finish()
+    }
+
+    func read(_ order: [UInt32], batch: Int) throws -> [UInt64] {
+        var clock = BatchClock(batch: batch)
+        var found = 0
+        try engine.read { tx in
+            for i in order {
+                found += try tx.withValue(forKey: data.key(Int(i))) { $0 == nil ? 0 : 1 }
+                clock.tick()
+            }
+        }
+        guard found == order.count else { throw BenchFailure(description: "read found \(found) of \(order.count)") }
+        return clock.finish()
+    }
+
+    func scan(reverse: Bool, batch: Int) throws -> [UInt64] {
+        var clock = BatchClock(batch: batch)
+        var checksum = 0
+        try engine.read { tx in
+            try tx.scan(.all, reverse: reverse, limit: nil) { key, value in
+                checksum &+= Int(key[key.count - 1]) + value.count
+                clock.tick()
+                return true
+            }
+        }
+        guard clock.done == data.count else { throw BenchFailure(description: "scan saw \(clock.done) rows of \(data.count)") }
+        return clock.finish()
+    }
+
+    func scans(length: Int) throws -> [UInt64] {
+        var nanos: [UInt64] = []
+        try engine.read { tx in
+            for start in data.scanStarts {
+                let t = now()
+                let key = Array(data.key(start))
+                try tx.scan(KeyRange(lower: .inclusive(key)), reverse: false, limit: length) { _, value in value.count >= 0 }
+                nanos.append(now() - t)
+            }
+        }
+        return nanos
+    }
+
+    func close() throws { try engine.close() }
+}
+
+/// Strata's record layer: a Store and BenchRecord.
+final class RecordTarget: BenchTarget {
+    let store: Store
+    let data: BenchData
+
+    init(store: Store, data: BenchData) {
+        self.store = store
+        self.data = data
+    }
+
+    func fill(_ order: [UInt32], perTransaction: Int, batch: Int) throws -> [UInt64] {
+        var clock = BatchClock(batch: batch)
+        var next = 0
+        while next < order.count {
+            let end = min(next + perTransaction, order.count)
+            try store.withTransaction { ctx in
+                for i in next..<end {
+                    let index = Int(order[i])
+                    try ctx.insert(BenchRecord(index: index, payload: Array(data.value(index))))
+                    if i + 1 < end { clock.tick() }
+                }
+            }
+            clock.tick()
+            next = end
+        }
+        return clock.finish()
+    }
+
+    func read(_ order: [UInt32], batch: Int) throws -> [UInt64] {
+        var clock = BatchClock(batch: batch)
+        var found = 0
+        try store.withReadTransaction { ctx in
+            for i in order {
+                let index = Int(i)
+                if try ctx.fetch(BenchRecord.self, RecordQuery.all.equal(index / 1_000).equal(index % 1_000)) != nil { found += 1 }
+                clock.tick()
+            }
+        }
+        guard found == order.count else { throw BenchFailure(description: "record read found \(found) of \(order.count)") }
+        return clock.finish()
+    }
+
+    /// The highest heap use seen during the last full scan, above its start, in bytes.
+    var scanHeapGrowth: UInt64 = 0
+
+    func scan(reverse: Bool, batch: Int) throws -> [UInt64] {
+        var clock = BatchClock(batch: batch)
+        let heapAtStart = HeapProbe.inUse()
+        var heapPeak = heapAtStart
+        var checksum = 0
+        try store.withReadTransaction { ctx in
+            try BenchRecord.forEach(in: ctx, order: reverse ? .descending : .ascending) { record in
+                checksum &+= record.id + record.payload.count
+                clock.tick()
+                if clock.done % 10_000 == 0 { heapPeak = max(heapPeak, HeapProbe.inUse()) }
+                return true
+            }
+        }
+        scanHeapGrowth = max(scanHeapGrowth, heapPeak - heapAtStart)
+        guard clock.done == data.count else { throw BenchFailure(description: "record scan saw \(clock.done) of \(data.count)") }
+        return clock.finish()
+    }
+
+    func scans(length: Int) throws -> [UInt64] {
+        var nanos: [UInt64] = []
+        try store.withReadTransaction { ctx in
+            for start in data.scanStarts {
+                let t = now()
+                let query = RecordQuery.all.then(Comparison<Int>.greaterThanOrEqual(start / 1_000))
+                _ = try BenchRecord.select(in: ctx, query, limit: length)
+                nanos.append(now() - t)
+            }
+        }
+        return nanos
+    }
+
+    func close() throws { try store.close() }
+}
