@@ -5,17 +5,18 @@
 SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps build release conformance clean
+.PHONY: run test deps conformance bench-long clean
 
 run: deps
 	swift build -c release --product strata
 	.build/release/strata demo
-	.build/release/strata conformance --engine all
+	.build/release/strata bench --output bench-results
 
 test: deps
 	swift build --build-tests
 	swift test --skip-build
-	swift run strata conformance --engine all
+	.build/debug/strata conformance --engine all
+	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
 
 # Installs the Debian packages that are missing (apt-get update only when something is).
 deps:
@@ -29,6 +30,11 @@ deps:
 
 conformance: deps
 	swift run -c release strata conformance --engine all
+
+# The long benchmark: a million records per store.
+bench-long: deps
+	swift build -c release --product strata
+	.build/release/strata bench --records 1000000 --output bench-results-1m
 
 clean:
 	rm -rf .build

@@ -40,6 +40,9 @@ public struct FieldWriter: Sendable {
     }
 
     public mutating func writeRaw<C: Sequence<UInt8>>(_ content: C) { bytes.append(contentsOf: content) }
+
+    /// Forgets the bytes written, keeping the buffer (to encode many records without allocating).
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 }
 
 /// Reads a record's fields in the order they were written. Never traps on bad bytes.

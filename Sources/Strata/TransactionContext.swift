@@ -31,7 +31,7 @@ public final class TransactionContext {
         let writer = try writable()
         try prepare(R.self)
         let key = try encodeKey(record)
-        fieldWriter = FieldWriter()
+        fieldWriter.removeAll()
         fieldWriter.writeVarint(UInt64(R.recordType.version))
         record.writeFields(to: &fieldWriter)
         try key.withUnsafeBytes { k in try fieldWriter.bytes.withUnsafeBytes { try writer.put($0, forKey: k) } }
@@ -65,7 +65,7 @@ public final class TransactionContext {
         try prepare(R.self)
         try validate(query, for: R.self)
         var removed = 0
-        for range in query.ranges(keyspacePrefix: Self.prefix(R.self)) { removed += try writer.clear(range) }
+        for range in query.ranges(keyspacePrefix: prefix(R.self)) { removed += try writer.clear(range) }
         return removed
     }
 
@@ -78,7 +78,7 @@ public final class TransactionContext {
         guard query.componentTypes.count == R.recordType.key.count, query.bounds == [[]] else {
             throw RecordError.invalidQuery(type: "\(R.self)", detail: "fetch needs every key component, by equality")
         }
-        let key = Self.prefix(R.self) + query.prefix
+        let key = prefix(R.self) + query.prefix
         return try key.withUnsafeBytes { k in
             try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } }
         }
@@ -103,7 +103,7 @@ public final class TransactionContext {
         try prepare(R.self)
         try validate(query, for: R.self)
         var remaining = limit ?? Int.max
-        var ranges = query.ranges(keyspacePrefix: Self.prefix(R.self))
+        var ranges = query.ranges(keyspacePrefix: prefix(R.self))
         if order == .descending { ranges.reverse() }
         var stopped = false
         for range in ranges where remaining > 0 && !stopped {
@@ -120,7 +120,7 @@ public final class TransactionContext {
         try prepare(R.self)
         try validate(query, for: R.self)
         var n = 0
-        for range in query.ranges(keyspacePrefix: Self.prefix(R.self)) {
+        for range in query.ranges(keyspacePrefix: prefix(R.self)) {
             try reader.scan(range, reverse: false, limit: nil) { _, _ in
                 n += 1
                 return true
@@ -131,12 +131,21 @@ public final class TransactionContext {
 
     // MARK: Encoding
 
-    /// The keyspace prefix of `R`: its keyspace name as the first key component.
-    static func prefix<R: Record>(_: R.Type) -> [UInt8] { KeyCodec.encode(R.recordType.keyspace) }
+    /// The keyspace prefix of `R`: its keyspace name as the first key component. Encoded once
+    /// per transaction and type.
+    func prefix<R: Record>(_: R.Type) -> [UInt8] {
+        let id = ObjectIdentifier(R.self)
+        if let cached = prefixes.first(where: { $0.0 == id }) { return cached.1 }
+        let prefix = KeyCodec.encode(R.recordType.keyspace)
+        prefixes.append((id, prefix))
+        return prefix
+    }
+
+    private var prefixes: [(ObjectIdentifier, [UInt8])] = []
 
     func encodeKey<R: Record>(_ record: R) throws -> [UInt8] {
         keyWriter.removeAll()
-        keyWriter.append(R.recordType.keyspace)
+        keyWriter.write(contentsOf: prefix(R.self))
         record.writeKey(to: &keyWriter)
         guard keyWriter.bytes.count <= KeyLimits.maxKeyLength else {
             throw RecordError.keyTooLarge(type: "\(R.self)", length: keyWriter.bytes.count, limit: KeyLimits.maxKeyLength)
@@ -146,10 +155,14 @@ public final class TransactionContext {
 
     /// Decodes a stored record; bad bytes throw ``RecordError/corruptRecord(type:detail:)``.
     func decode<R: Record>(_: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> R {
-        var keyReader = KeyReader(key)
+        // The scan stayed inside the keyspace, so the key starts with the prefix: skip it.
+        let prefixLength = prefix(R.self).count
+        guard key.count >= prefixLength else {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: shorter than the keyspace prefix")
+        }
+        var keyReader = KeyReader(UnsafeRawBufferPointer(rebasing: key[prefixLength...]))
         var fields = FieldReader(value)
         do {
-            _ = try keyReader.read(String.self)  // the keyspace
             let version = try fields.readVarint()
             let current = R.recordType.version
             if version == UInt64(current) {

@@ -9,7 +9,7 @@ final class LMDBTransaction: KeyValueWriter {
     /// Closures currently holding bytes borrowed from this transaction.
     private var lent = 0
     /// Every write so far, for replay after growing a full map.
-    private var log = WriteLog()
+    private let log = WriteLog()
     /// Set when an engine failure broke the transaction: it can only roll back now.
     private var failure: EngineError?
 

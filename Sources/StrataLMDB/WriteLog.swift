@@ -4,72 +4,88 @@ import StrataEngine
 /// into a fresh transaction after the map was grown (MDB_MAP_FULL aborts a transaction).
 /// The user's closure therefore runs exactly once, whatever the map size.
 ///
-/// Puts and deletes are packed into one byte buffer (no allocation per write).
-struct WriteLog {
+/// Entries are copied into fixed 1 MiB chunks (a larger one for a larger entry): one memcpy per
+/// write, and nothing is ever moved again, which an array growing by doubling would do.
+final class WriteLog {
     enum Entry {
         case put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
         case delete(key: UnsafeRawBufferPointer)
         case clear(KeyRange)
     }
 
-    private var bytes: [UInt8] = []
-    private var ranges: [KeyRange] = []
+    private static let chunkSize = 1 << 20
     private static let put: UInt8 = 1, delete: UInt8 = 2, clear: UInt8 = 3
 
-    /// Bytes of keys and values recorded so far.
-    var byteCount: Int { bytes.count }
+    /// Full chunks, each with the bytes used.
+    private var chunks: [(memory: UnsafeMutableRawBufferPointer, used: Int)] = []
+    private var ranges: [KeyRange] = []
 
-    mutating func recordPut(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
-        bytes.append(Self.put)
-        append(key)
-        append(value)
+    /// Bytes recorded so far.
+    private(set) var byteCount = 0
+
+    deinit {
+        for chunk in chunks { chunk.memory.deallocate() }
     }
 
-    mutating func recordDelete(_ key: UnsafeRawBufferPointer) {
-        bytes.append(Self.delete)
-        append(key)
+    func recordPut(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        append(Self.put, key, value)
     }
 
-    mutating func recordClear(_ range: KeyRange) {
-        bytes.append(Self.clear)
-        appendLength(ranges.count)
+    func recordDelete(_ key: UnsafeRawBufferPointer) {
+        append(Self.delete, key, nil)
+    }
+
+    func recordClear(_ range: KeyRange) {
         ranges.append(range)
+        append(Self.clear, nil, nil)
+    }
+
+    /// Writes one entry: a tag, then each part as an 8-byte length and its bytes.
+    private func append(_ tag: UInt8, _ first: UnsafeRawBufferPointer?, _ second: UnsafeRawBufferPointer?) {
+        let size = 1 + (first.map { 8 + $0.count } ?? 0) + (second.map { 8 + $0.count } ?? 0)
+        if chunks.isEmpty || chunks[chunks.count - 1].memory.count - chunks[chunks.count - 1].used < size {
+            chunks.append((.allocate(byteCount: Swift.max(Self.chunkSize, size), alignment: 8), 0))
+        }
+        let chunk = chunks[chunks.count - 1]
+        var cursor = chunk.memory.baseAddress! + chunk.used
+        cursor.storeBytes(of: tag, as: UInt8.self)
+        cursor += 1
+        for part in [first, second] {
+            guard let part else { continue }
+            cursor.storeBytes(of: UInt64(part.count), as: UInt64.self)  // unaligned stores are fine on our targets
+            cursor += 8
+            if let base = part.baseAddress { cursor.copyMemory(from: base, byteCount: part.count) }
+            cursor += part.count
+        }
+        chunks[chunks.count - 1].used += size
+        byteCount += size
     }
 
     /// Calls `apply` with every recorded write, in order.
     func replay(_ apply: (Entry) throws -> Void) rethrows {
-        try bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            func length() -> Int {
-                let n = Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                offset += 8
-                return n
+        var rangeIndex = 0
+        for chunk in chunks {
+            var cursor = UnsafeRawPointer(chunk.memory.baseAddress!)
+            let end = cursor + chunk.used
+            func part() -> UnsafeRawBufferPointer {
+                let count = Int(cursor.loadUnaligned(as: UInt64.self))
+                defer { cursor += 8 + count }
+                return UnsafeRawBufferPointer(start: cursor + 8, count: count)
             }
-            func slice() -> UnsafeRawBufferPointer {
-                let n = length()
-                defer { offset += n }
-                return UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + n)])
-            }
-            while offset < buffer.count {
-                let tag = buffer[offset]
-                offset += 1
+            while cursor < end {
+                let tag = cursor.load(as: UInt8.self)
+                cursor += 1
                 switch tag {
                 case Self.put:
-                    let key = slice()
-                    try apply(.put(key: key, value: slice()))
-                case Self.delete: try apply(.delete(key: slice()))
-                default: try apply(.clear(ranges[length()]))
+                    let key = part()
+                    try apply(.put(key: key, value: part()))
+                case Self.delete:
+                    try apply(.delete(key: part()))
+                default:
+                    try apply(.clear(ranges[rangeIndex]))
+                    rangeIndex += 1
                 }
             }
         }
-    }
-
-    private mutating func append(_ data: UnsafeRawBufferPointer) {
-        appendLength(data.count)
-        bytes.append(contentsOf: data)
-    }
-
-    private mutating func appendLength(_ n: Int) {
-        withUnsafeBytes(of: UInt64(n)) { bytes.append(contentsOf: $0) }
     }
 }

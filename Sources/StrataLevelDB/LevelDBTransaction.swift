@@ -10,7 +10,10 @@ final class LevelDBTransaction: KeyValueWriter {
     private var snapshot: OpaquePointer?
     private let readOptions: OpaquePointer
     private var batch: OpaquePointer?
+    /// The batch's writes by key, for reading them back. Built from the batch on the first read
+    /// (a transaction that only writes never pays for it), kept up to date after that.
     private var pending = PendingWrites()
+    private var indexed = false
     private var lent = 0
     private var ended = false
 
@@ -34,7 +37,7 @@ final class LevelDBTransaction: KeyValueWriter {
 
     func commit() throws(EngineError) {
         guard !ended else { throw .transactionEnded }
-        guard !pending.isEmpty else { return }
+        guard hasWrites else { return }
         var err: UnsafeMutablePointer<CChar>?
         leveldb_write(db, engine.writeOptions, batch, &err)
         try check(err, "committing", path: engine.path)
@@ -47,6 +50,7 @@ final class LevelDBTransaction: KeyValueWriter {
         try live()
         lent += 1
         defer { lent -= 1 }
+        if writable { indexPendingWrites() }
         if writable, let own = pending.lookup(key) {
             guard let value = own else { return try body(nil) }
             return try value.withUnsafeBytes { try body($0) }
@@ -92,6 +96,7 @@ final class LevelDBTransaction: KeyValueWriter {
             reverse ? range.isAtOrAboveLower(key) : range.isAtOrBelowUpper(key)
         }
 
+        if writable { indexPendingWrites() }
         let pendingKeys = writable ? pending.sortedKeys() : []
         var index: Int
         if reverse {
@@ -167,14 +172,16 @@ final class LevelDBTransaction: KeyValueWriter {
         try KeyLimits.validate(key)
         try writableCheck()
         leveldb_writebatch_put(batch, key.chars, key.count, value.chars, value.count)
-        pending.set(Array(key), Array(value))
+        hasWrites = true
+        if indexed { pending.set(Array(key), Array(value)) }
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
         try KeyLimits.validate(key)
         try writableCheck()
         leveldb_writebatch_delete(batch, key.chars, key.count)
-        pending.set(Array(key), nil)
+        hasWrites = true
+        if indexed { pending.set(Array(key), nil) }
     }
 
     func clear(_ range: KeyRange) throws -> Int {
@@ -187,13 +194,35 @@ final class LevelDBTransaction: KeyValueWriter {
         }
         for key in doomed {
             key.withUnsafeBytes { leveldb_writebatch_delete(batch, $0.chars, $0.count) }
-            pending.set(key, nil)
+            pending.set(key, nil)  // the scan above built the index
         }
+        hasWrites = hasWrites || !doomed.isEmpty
         return doomed.count
     }
 
     private func live() throws(EngineError) {
         if ended { throw .transactionEnded }
+    }
+
+    private var hasWrites = false
+
+    /// Builds the index of pending writes from the batch, once (LevelDB replays the batch's
+    /// records in order, so later writes of a key win).
+    private func indexPendingWrites() {
+        // Nothing written yet: nothing to index, and later writes need not be indexed eagerly
+        // (a transaction that reads once first, like the record layer's catalog check, then
+        // only writes, never pays for the index).
+        guard !indexed, hasWrites, let batch else { return }
+        indexed = true
+        let state = Unmanaged.passUnretained(self).toOpaque()
+        leveldb_writebatch_iterate(batch, state, { state, key, keyLength, value, valueLength in
+            let transaction = Unmanaged<LevelDBTransaction>.fromOpaque(state!).takeUnretainedValue()
+            transaction.pending.set(Array(UnsafeRawBufferPointer(start: key, count: keyLength)),
+                                    Array(UnsafeRawBufferPointer(start: value, count: valueLength)))
+        }, { state, key, keyLength in
+            let transaction = Unmanaged<LevelDBTransaction>.fromOpaque(state!).takeUnretainedValue()
+            transaction.pending.set(Array(UnsafeRawBufferPointer(start: key, count: keyLength)), nil)
+        })
     }
 
     private func writableCheck() throws(EngineError) {

@@ -37,6 +37,24 @@ struct BatchClock {
     }
 }
 
+/// Runs `transaction` over `order` in slices of `perTransaction`, timing every `batch` writes;
+/// `transaction` calls `tick` after each write but the last, whose tick comes after the commit,
+/// so commits count in the batch where they fall.
+func timedFill(
+    _ order: [UInt32], perTransaction: Int, batch: Int,
+    _ transaction: (_ indices: Range<Int>, _ tick: () -> Void) throws -> Void
+) rethrows -> [UInt64] {
+    var clock = BatchClock(batch: batch)
+    var next = 0
+    while next < order.count {
+        let end = min(next + perTransaction, order.count)
+        try transaction(next..<end) { clock.tick() }
+        clock.tick()
+        next = end
+    }
+    return clock.finish()
+}
+
 struct BenchFailure: Error, CustomStringConvertible {
     let description: String
 }
@@ -101,20 +119,14 @@ final class EngineTarget: BenchTarget {
     }
 
     func fill(_ order: [UInt32], perTransaction: Int, batch: Int) throws -> [UInt64] {
-        var clock = BatchClock(batch: batch)
-        var next = 0
-        while next < order.count {
-            let end = min(next + perTransaction, order.count)
+        try timedFill(order, perTransaction: perTransaction, batch: batch) { indices, tick in
             try engine.write { tx in
-                for i in next..<end {
+                for i in indices {
                     try tx.put(data.value(Int(order[i])), forKey: data.key(Int(order[i])))
-                    if i + 1 < end { clock.tick() }
+                    if i + 1 < indices.upperBound { tick() }
                 }
             }
-            clock.tick()  // the commit counts in the batch where it falls
-            next = end
         }
-        return clock.finish()
     }
 
     func read(_ order: [UInt32], batch: Int) throws -> [UInt64] {
@@ -171,21 +183,15 @@ final class RecordTarget: BenchTarget {
     }
 
     func fill(_ order: [UInt32], perTransaction: Int, batch: Int) throws -> [UInt64] {
-        var clock = BatchClock(batch: batch)
-        var next = 0
-        while next < order.count {
-            let end = min(next + perTransaction, order.count)
+        try timedFill(order, perTransaction: perTransaction, batch: batch) { indices, tick in
             try store.withTransaction { ctx in
-                for i in next..<end {
+                for i in indices {
                     let index = Int(order[i])
                     try ctx.insert(BenchRecord(index: index, payload: Array(data.value(index))))
-                    if i + 1 < end { clock.tick() }
+                    if i + 1 < indices.upperBound { tick() }
                 }
             }
-            clock.tick()
-            next = end
         }
-        return clock.finish()
     }
 
     func read(_ order: [UInt32], batch: Int) throws -> [UInt64] {

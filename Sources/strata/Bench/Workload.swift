@@ -1,4 +1,5 @@
 import Foundation
+import StrataConformance
 
 /// The benchmark's workloads, in the style of LevelDB's db_bench.
 enum Workload: String, CaseIterable, Codable {
@@ -44,7 +45,7 @@ final class BenchData {
 
     init(count: Int, scans: Int, seed: UInt64 = 301) {
         self.count = count
-        var rng = SplitMix(seed: seed)
+        var rng = SeededRandom(seed: seed)
         keys = .allocate(byteCount: count * Self.keyLength, alignment: 8)
         values = .allocate(byteCount: count * Self.valueLength, alignment: 8)
         let suffix = Array("strata!!".utf8)
@@ -74,18 +75,6 @@ final class BenchData {
 
     /// The start keys of the short scans, packed.
     var packedScanStarts: [UInt8] { scanStarts.flatMap { Array(key($0)) } }
-}
-
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// One measured figure.
