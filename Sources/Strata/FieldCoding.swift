@@ -10,11 +10,13 @@ public protocol FieldValue {
 
 /// Writes a record's fields, one after another.
 public struct FieldWriter: Sendable {
-    public private(set) var bytes: [UInt8] = []
+    public var bytes: [UInt8] = []
 
+    @inlinable
     public init() {}
 
     /// Appends a field.
+    @inlinable
     public mutating func write<V: FieldValue>(_ value: V) { value.encode(to: &self) }
 
     /// Appends a `Codable` field that is not a ``FieldValue``, as length-prefixed JSON.
@@ -25,6 +27,7 @@ public struct FieldWriter: Sendable {
         bytes.append(contentsOf: json)
     }
 
+    @inlinable
     public mutating func writeVarint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
@@ -34,22 +37,26 @@ public struct FieldWriter: Sendable {
         bytes.append(UInt8(v))
     }
 
+    @inlinable
     public mutating func writeBytes<C: Collection<UInt8>>(_ content: C) {
         writeVarint(UInt64(content.count))
         bytes.append(contentsOf: content)
     }
 
+    @inlinable
     public mutating func writeRaw<C: Sequence<UInt8>>(_ content: C) { bytes.append(contentsOf: content) }
 
     /// Forgets the bytes written, keeping the buffer (to encode many records without allocating).
+    @inlinable
     public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 }
 
 /// Reads a record's fields in the order they were written. Never traps on bad bytes.
 public struct FieldReader {
     public let bytes: UnsafeRawBufferPointer
-    public private(set) var offset: Int
+    public var offset: Int
 
+    @inlinable
     public init(_ bytes: UnsafeRawBufferPointer, offset: Int = 0) {
         self.bytes = bytes
         self.offset = offset
@@ -58,6 +65,7 @@ public struct FieldReader {
     public var isAtEnd: Bool { offset == bytes.count }
 
     /// Reads one field.
+    @inlinable
     public mutating func read<V: FieldValue>(_: V.Type = V.self) throws(FieldDecodingError) -> V { try V.decode(from: &self) }
 
     /// Reads a `Codable` field written by ``FieldWriter/write(_:)-7ni3s``.
@@ -72,6 +80,7 @@ public struct FieldReader {
         }
     }
 
+    @inlinable
     public mutating func readVarint() throws(FieldDecodingError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
@@ -87,6 +96,7 @@ public struct FieldReader {
         }
     }
 
+    @inlinable
     public mutating func readRaw(_ count: Int) throws(FieldDecodingError) -> UnsafeRawBufferPointer {
         guard count >= 0, count <= bytes.count - offset else {
             throw FieldDecodingError(offset: offset, reason: "truncated: needs \(count) bytes, \(bytes.count - offset) left")
@@ -95,6 +105,7 @@ public struct FieldReader {
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)])
     }
 
+    @inlinable
     public mutating func readBytes() throws(FieldDecodingError) -> UnsafeRawBufferPointer {
         let start = offset
         let length = try readVarint()
@@ -105,6 +116,7 @@ public struct FieldReader {
     }
 
     /// Throws unless every byte was read.
+    @inlinable
     public func finish() throws(FieldDecodingError) {
         if !isAtEnd { throw FieldDecodingError(offset: offset, reason: "\(bytes.count - offset) bytes after the last field") }
     }
@@ -114,6 +126,7 @@ public struct FieldReader {
 public struct FieldDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
     public let offset: Int
     public let reason: String
+    @inlinable
     public init(offset: Int, reason: String) {
         self.offset = offset
         self.reason = reason

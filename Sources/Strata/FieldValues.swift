@@ -5,11 +5,13 @@ import Foundation
 // no size cap below the engine's.
 
 extension FieldValue where Self: FixedWidthInteger & SignedInteger {
+    @inlinable
     public func encode(to fields: inout FieldWriter) {
         let v = Int64(self)
         fields.writeVarint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
     }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self {
         let start = fields.offset
         let z = try fields.readVarint()
@@ -20,8 +22,10 @@ extension FieldValue where Self: FixedWidthInteger & SignedInteger {
 }
 
 extension FieldValue where Self: FixedWidthInteger & UnsignedInteger {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { fields.writeVarint(UInt64(self)) }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self {
         let start = fields.offset
         let v = try fields.readVarint()
@@ -42,8 +46,10 @@ extension UInt32: FieldValue {}
 extension UInt64: FieldValue {}
 
 extension Bool: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { fields.writeRaw([self ? 1 : 0]) }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Bool {
         let start = fields.offset
         switch try fields.readRaw(1)[0] {
@@ -55,24 +61,30 @@ extension Bool: FieldValue {
 }
 
 extension Double: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: bitPattern.littleEndian) { fields.writeRaw($0) } }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Double {
         Double(bitPattern: UInt64(littleEndian: try fields.readRaw(8).loadUnaligned(as: UInt64.self)))
     }
 }
 
 extension Float: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: bitPattern.littleEndian) { fields.writeRaw($0) } }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Float {
         Float(bitPattern: UInt32(littleEndian: try fields.readRaw(4).loadUnaligned(as: UInt32.self)))
     }
 }
 
 extension String: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { fields.writeBytes(utf8) }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> String {
         let start = fields.offset
         guard let string = String(validating: try fields.readBytes(), as: UTF8.self) else {
@@ -83,13 +95,17 @@ extension String: FieldValue {
 }
 
 extension Data: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { fields.writeBytes(self) }
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Data { Data(try fields.readBytes()) }
 }
 
 extension UUID: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: uuid) { fields.writeRaw($0) } }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> UUID {
         let raw = try fields.readRaw(16)
         var tuple: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -100,16 +116,20 @@ extension UUID: FieldValue {
 
 /// Dates keep the exact `Double` they hold.
 extension Date: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { timeIntervalSinceReferenceDate.encode(to: &fields) }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Date {
         Date(timeIntervalSinceReferenceDate: try Double.decode(from: &fields))
     }
 }
 
 extension URL: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { absoluteString.encode(to: &fields) }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> URL {
         let start = fields.offset
         let text = try String.decode(from: &fields)
@@ -119,6 +139,7 @@ extension URL: FieldValue {
 }
 
 extension Optional: FieldValue where Wrapped: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) {
         switch self {
         case .none: fields.writeRaw([0])
@@ -128,6 +149,7 @@ extension Optional: FieldValue where Wrapped: FieldValue {
         }
     }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Wrapped? {
         try Bool.decode(from: &fields) ? try Wrapped.decode(from: &fields) : nil
     }
@@ -135,12 +157,14 @@ extension Optional: FieldValue where Wrapped: FieldValue {
 
 /// Arrays: a count, then the elements. `[UInt8]` is stored as raw bytes.
 extension Array: FieldValue where Element: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) {
         if let bytes = self as? [UInt8] { return fields.writeBytes(bytes) }
         fields.writeVarint(UInt64(count))
         for element in self { element.encode(to: &fields) }
     }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> [Element] {
         if Element.self == UInt8.self { return Array<UInt8>(try fields.readBytes()) as! [Element] }
         let count = try fields.readCount()
@@ -152,13 +176,16 @@ extension Array: FieldValue where Element: FieldValue {
 }
 
 extension Set: FieldValue where Element: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { Array(self).encode(to: &fields) }
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Set<Element> {
         Set(try [Element].decode(from: &fields))
     }
 }
 
 extension Dictionary: FieldValue where Key: FieldValue, Value: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) {
         fields.writeVarint(UInt64(count))
         for (key, value) in self {
@@ -167,6 +194,7 @@ extension Dictionary: FieldValue where Key: FieldValue, Value: FieldValue {
         }
     }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> [Key: Value] {
         let count = try fields.readCount()
         var result: [Key: Value] = [:]
@@ -177,8 +205,10 @@ extension Dictionary: FieldValue where Key: FieldValue, Value: FieldValue {
 
 /// Enums with a raw value are stored as the raw value: declare `extension Mood: FieldValue {}`.
 extension FieldValue where Self: RawRepresentable, RawValue: FieldValue {
+    @inlinable
     public func encode(to fields: inout FieldWriter) { rawValue.encode(to: &fields) }
 
+    @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self {
         let start = fields.offset
         guard let value = Self(rawValue: try RawValue.decode(from: &fields)) else {
@@ -191,6 +221,7 @@ extension FieldValue where Self: RawRepresentable, RawValue: FieldValue {
 extension FieldReader {
     /// A collection count, refused when it cannot fit in the bytes left (each element takes at
     /// least one byte), so corrupt counts never allocate huge arrays.
+    @inlinable
     mutating func readCount() throws(FieldDecodingError) -> Int {
         let start = offset
         let count = try readVarint()

@@ -27,12 +27,12 @@ public enum Order: Sendable {
 /// hand-written queries ``TransactionContext`` checks the shape against ``RecordType/key``.
 public struct RecordQuery: Sendable {
     /// Types of the components, in order, for the run-time check.
-    var componentTypes: [ObjectIdentifier] = []
-    var prefix: [UInt8] = []
+    @usableFromInline var componentTypes: [ObjectIdentifier] = []
+    @usableFromInline var prefix: [UInt8] = []
     /// Key ranges after the prefix, in ascending key order (several for `oneOf`).
-    var bounds: [[ComponentBound]] = [[]]
+    @usableFromInline var bounds: [[ComponentBound]] = [[]]
     /// `oneOf` with no values: nothing matches.
-    var isEmpty = false
+    @usableFromInline var isEmpty = false
 
     /// Every record of the type.
     public static var all: RecordQuery { RecordQuery() }
@@ -74,7 +74,7 @@ public struct RecordQuery: Sendable {
     }
 
     /// The byte ranges to scan for records in `keyspacePrefix`, in ascending order.
-    func ranges(keyspacePrefix: [UInt8]) -> [KeyRange] {
+    @usableFromInline func ranges(keyspacePrefix: [UInt8]) -> [KeyRange] {
         if isEmpty { return [] }
         let prefix = keyspacePrefix + self.prefix
         return bounds.map { KeyRange.components(prefix: prefix, $0) }

@@ -60,7 +60,7 @@ public struct RecordType: Sendable {
     public struct KeyComponentInfo: Sendable {
         public let name: String
         public let typeName: String
-        let typeID: ObjectIdentifier
+        @usableFromInline let typeID: ObjectIdentifier
     }
 
     /// The keyspace the records live in: every key starts with this name. Stable across builds;

@@ -31,7 +31,7 @@ public final class Store: Sendable {
 
     /// The engine underneath, for engine-level work.
     public let engine: any KeyValueEngine
-    let catalog = Catalog()
+    @usableFromInline let catalog = Catalog()
 
     /// Opens (with `.create`, creates) a store on `engine`.
     public convenience init(_ engine: Engine, mode: OpenMode = .create, durability: Durability = .full) throws {
@@ -163,13 +163,13 @@ enum Manifest {
 
 /// Which record type owns which keyspace: in this process (two types may not share one) and
 /// in the store (the key layout stored at first write must match the type's).
-final class Catalog: @unchecked Sendable {
+@usableFromInline final class Catalog: @unchecked Sendable {
     private let lock = NSLock()
     private var owners: [String: (ObjectIdentifier, String)] = [:]
     private var verified: Set<String> = []
 
     /// Checks `R`'s claim on its keyspace; records it in the store on the first write.
-    func check<R: Record>(_: R.Type, in tx: any KeyValueReader, writer: (any KeyValueWriter)?) throws {
+    @usableFromInline func check<R: Record>(_: R.Type, in tx: any KeyValueReader, writer: (any KeyValueWriter)?) throws {
         let type = R.recordType
         let me = ObjectIdentifier(R.self)
         let alreadyVerified: Bool = try lock.withLock {

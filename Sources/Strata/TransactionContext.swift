@@ -6,14 +6,14 @@ import StrataKeyCodec
 /// Every query seeks straight to its first key and stops after its last: it costs
 /// O(log n + k) for k results, whatever the store's size.
 public final class TransactionContext {
-    unowned let store: Store
-    let reader: any KeyValueReader
-    let writer: (any KeyValueWriter)?
+    @usableFromInline unowned let store: Store
+    @usableFromInline let reader: any KeyValueReader
+    @usableFromInline let writer: (any KeyValueWriter)?
     /// Record types whose keyspace was checked in this transaction.
-    private var checked: [ObjectIdentifier] = []
+    @usableFromInline var checked: [ObjectIdentifier] = []
     /// Reused for encoding keys and values without allocating per record.
-    private var keyWriter = KeyWriter(capacity: 64)
-    private var fieldWriter = FieldWriter()
+    @usableFromInline var keyWriter = KeyWriter(capacity: 64)
+    @usableFromInline var fieldWriter = FieldWriter()
 
     init(store: Store, reader: any KeyValueReader, writer: (any KeyValueWriter)?) {
         self.store = store
@@ -27,6 +27,7 @@ public final class TransactionContext {
     // MARK: Writing
 
     /// Stores `record`, replacing the record with the same key.
+    @inlinable
     public func insert<R: Record>(_ record: R) throws {
         let writer = try writable()
         try prepare(R.self)
@@ -39,6 +40,7 @@ public final class TransactionContext {
 
     /// Stores `record` unless a record with its key exists; returns whether it was stored.
     @discardableResult
+    @inlinable
     public func insertIfAbsent<R: Record>(_ record: R) throws -> Bool {
         _ = try writable()
         try prepare(R.self)
@@ -49,6 +51,7 @@ public final class TransactionContext {
 
     /// Deletes the record with `record`'s key; returns whether there was one.
     @discardableResult
+    @inlinable
     public func delete<R: Record>(_ record: R) throws -> Bool {
         let writer = try writable()
         try prepare(R.self)
@@ -60,6 +63,7 @@ public final class TransactionContext {
 
     /// Deletes every record matching `query`; returns how many.
     @discardableResult
+    @inlinable
     public func delete<R: Record>(_ type: R.Type, _ query: RecordQuery) throws -> Int {
         let writer = try writable()
         try prepare(R.self)
@@ -72,6 +76,7 @@ public final class TransactionContext {
     // MARK: Reading
 
     /// The record whose key is exactly the components of `query` (all of them, by equality).
+    @inlinable
     public func fetch<R: Record>(_ type: R.Type, _ query: RecordQuery) throws -> R? {
         try prepare(R.self)
         try validate(query, for: R.self)
@@ -85,6 +90,7 @@ public final class TransactionContext {
     }
 
     /// The records matching `query`, in key order (or reverse), at most `limit`.
+    @inlinable
     public func select<R: Record>(_ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending) throws -> [R] {
         var result: [R] = []
         try forEach(R.self, query, limit: limit, order: order) { record in
@@ -96,6 +102,7 @@ public final class TransactionContext {
 
     /// Visits the records matching `query` one at a time, without collecting them: `body`
     /// returns `false` to stop. Memory stays flat however many records match.
+    @inlinable
     public func forEach<R: Record>(
         _ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending,
         _ body: (R) throws -> Bool
@@ -116,6 +123,7 @@ public final class TransactionContext {
     }
 
     /// How many records match `query` (keys are counted, values not decoded).
+    @inlinable
     public func count<R: Record>(_ type: R.Type, _ query: RecordQuery = .all) throws -> Int {
         try prepare(R.self)
         try validate(query, for: R.self)
@@ -133,6 +141,7 @@ public final class TransactionContext {
 
     /// The keyspace prefix of `R`: its keyspace name as the first key component. Encoded once
     /// per transaction and type.
+    @inlinable
     func prefix<R: Record>(_: R.Type) -> [UInt8] {
         let id = ObjectIdentifier(R.self)
         if let cached = prefixes.first(where: { $0.0 == id }) { return cached.1 }
@@ -141,8 +150,9 @@ public final class TransactionContext {
         return prefix
     }
 
-    private var prefixes: [(ObjectIdentifier, [UInt8])] = []
+    @usableFromInline var prefixes: [(ObjectIdentifier, [UInt8])] = []
 
+    @inlinable
     func encodeKey<R: Record>(_ record: R) throws -> [UInt8] {
         keyWriter.removeAll()
         keyWriter.write(contentsOf: prefix(R.self))
@@ -154,6 +164,7 @@ public final class TransactionContext {
     }
 
     /// Decodes a stored record; bad bytes throw ``RecordError/corruptRecord(type:detail:)``.
+    @inlinable
     func decode<R: Record>(_: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> R {
         // The scan stayed inside the keyspace, so the key starts with the prefix: skip it.
         let prefixLength = prefix(R.self).count
@@ -185,13 +196,14 @@ public final class TransactionContext {
 
     // MARK: Checks
 
-    private func writable() throws -> any KeyValueWriter {
+    @usableFromInline func writable() throws -> any KeyValueWriter {
         guard let writer else { throw RecordError.readOnlyTransaction }
         return writer
     }
 
     /// Checks `R`'s keyspace once per transaction.
-    private func prepare<R: Record>(_: R.Type) throws {
+    @inlinable
+    func prepare<R: Record>(_: R.Type) throws {
         let id = ObjectIdentifier(R.self)
         if checked.contains(id) { return }
         try store.catalog.check(R.self, in: reader, writer: writer)
@@ -200,7 +212,8 @@ public final class TransactionContext {
 
     /// Checks a query's shape against `R`'s key: no more components than the key has, each of
     /// the key component's type (a hand-written query can get this wrong; a generated one cannot).
-    private func validate<R: Record>(_ query: RecordQuery, for _: R.Type) throws {
+    @inlinable
+    func validate<R: Record>(_ query: RecordQuery, for _: R.Type) throws {
         let key = R.recordType.key
         guard query.componentTypes.count <= key.count else {
             throw RecordError.invalidQuery(type: "\(R.self)", detail: "\(query.componentTypes.count) key components given, the key has \(key.count)")
@@ -213,22 +226,26 @@ public final class TransactionContext {
 
 extension Record {
     /// The records matching `query`; see ``TransactionContext/select(_:_:limit:order:)``.
+    @inlinable
     public static func select(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending) throws -> [Self] {
         try ctx.select(Self.self, query, limit: limit, order: order)
     }
 
     /// How many records match `query`.
+    @inlinable
     public static func count(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> Int {
         try ctx.count(Self.self, query)
     }
 
     /// Deletes the records matching `query`; returns how many.
     @discardableResult
+    @inlinable
     public static func delete(in ctx: TransactionContext, _ query: RecordQuery) throws -> Int {
         try ctx.delete(Self.self, query)
     }
 
     /// Visits the records matching `query` lazily.
+    @inlinable
     public static func forEach(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending,
                                _ body: (Self) throws -> Bool) throws {
         try ctx.forEach(Self.self, query, limit: limit, order: order, body)

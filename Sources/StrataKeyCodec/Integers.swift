@@ -3,6 +3,7 @@
 /// big-endian bytes; a negative one is `14-n` and the ones' complement of its magnitude's
 /// n bytes. Shorter encodings of the same sign sort by their code, so order holds across lengths.
 extension KeyWriter {
+    @inlinable
     public mutating func writeInteger(negative: Bool, magnitude: UInt64) {
         if magnitude == 0 { return write(TypeCode.integerZero) }
         let n = (64 - magnitude.leadingZeroBitCount + 7) / 8
@@ -14,6 +15,7 @@ extension KeyWriter {
 
 extension KeyReader {
     /// Reads an integer as sign and magnitude; rejects encodings the writer never produces.
+    @inlinable
     public mutating func readInteger() throws(KeyDecodingError) -> (negative: Bool, magnitude: UInt64) {
         let start = offset
         let code = try readByte()
@@ -35,10 +37,12 @@ extension KeyReader {
 }
 
 extension KeyComponent where Self: FixedWidthInteger {
+    @inlinable
     public func encode(to key: inout KeyWriter) {
         key.writeInteger(negative: self < 0, magnitude: UInt64(truncatingIfNeeded: self.magnitude))
     }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> Self {
         let start = key.offset
         let (negative, magnitude) = try key.readInteger()

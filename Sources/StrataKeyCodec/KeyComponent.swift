@@ -19,6 +19,7 @@ public enum KeyCodec {
     public static let version = 1
 
     /// The encoding of a composite key made of `components`, in order.
+    @inlinable
     public static func encode(_ components: any KeyComponent...) -> [UInt8] {
         var writer = KeyWriter()
         for component in components { component.encode(to: &writer) }
@@ -28,22 +29,27 @@ public enum KeyCodec {
 
 /// Builds an encoded key, one component after another.
 public struct KeyWriter: Sendable {
-    public private(set) var bytes: [UInt8]
+    public var bytes: [UInt8]
 
+    @inlinable
     public init(capacity: Int = 32) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
     /// Appends `component`'s encoding.
+    @inlinable
     public mutating func append<C: KeyComponent>(_ component: C) { component.encode(to: &self) }
 
     /// Appends raw bytes (for the encodings themselves).
+    @inlinable
     public mutating func write(_ byte: UInt8) { bytes.append(byte) }
 
+    @inlinable
     public mutating func write<S: Sequence<UInt8>>(contentsOf bytes: S) { self.bytes.append(contentsOf: bytes) }
 
     /// Forgets the bytes written, keeping the buffer (for encoding many keys without allocating).
+    @inlinable
     public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 }
 
@@ -51,30 +57,35 @@ public struct KeyWriter: Sendable {
 public struct KeyReader {
     public let bytes: UnsafeRawBufferPointer
     /// The offset of the next unread byte.
-    public private(set) var offset = 0
+    public var offset = 0
 
     /// Reads `bytes`, which must stay valid while the reader is used.
+    @inlinable
     public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// Whether every byte was read.
     public var isAtEnd: Bool { offset == bytes.count }
 
     /// Reads one component of type `C`.
+    @inlinable
     public mutating func read<C: KeyComponent>(_: C.Type = C.self) throws(KeyDecodingError) -> C {
         try C.decode(from: &self)
     }
 
     /// Throws unless every byte was read (a key with trailing bytes is not a key of this schema).
+    @inlinable
     public func finish() throws(KeyDecodingError) {
         if !isAtEnd { throw KeyDecodingError(offset: offset, reason: .trailingBytes(bytes.count - offset)) }
     }
 
     /// The next byte, without consuming it.
+    @inlinable
     public func peek() throws(KeyDecodingError) -> UInt8 {
         guard offset < bytes.count else { throw KeyDecodingError(offset: offset, reason: .truncated) }
         return bytes[offset]
     }
 
+    @inlinable
     public mutating func readByte() throws(KeyDecodingError) -> UInt8 {
         let byte = try peek()
         offset += 1
@@ -82,6 +93,7 @@ public struct KeyReader {
     }
 
     /// Reads exactly `count` bytes.
+    @inlinable
     public mutating func read(count: Int) throws(KeyDecodingError) -> UnsafeRawBufferPointer {
         guard count <= bytes.count - offset else { throw KeyDecodingError(offset: bytes.count, reason: .truncated) }
         defer { offset += count }
@@ -89,6 +101,7 @@ public struct KeyReader {
     }
 
     /// Reads a type code and throws unless it is `expected`.
+    @inlinable
     public mutating func expect(_ expected: UInt8, for type: String) throws(KeyDecodingError) {
         let start = offset
         let code = try readByte()
@@ -96,6 +109,7 @@ public struct KeyReader {
     }
 
     /// A decoding failure at the current offset.
+    @inlinable
     public func error(_ reason: KeyDecodingError.Reason) -> KeyDecodingError { KeyDecodingError(offset: offset, reason: reason) }
 }
 
@@ -122,6 +136,7 @@ public struct KeyDecodingError: Error, Sendable, Hashable, CustomStringConvertib
     public let offset: Int
     public let reason: Reason
 
+    @inlinable
     public init(offset: Int, reason: Reason) {
         self.offset = offset
         self.reason = reason

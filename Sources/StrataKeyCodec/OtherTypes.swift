@@ -1,8 +1,10 @@
 import Foundation
 
 extension Bool: KeyComponent {
+    @inlinable
     public func encode(to key: inout KeyWriter) { key.write(self ? TypeCode.true : TypeCode.false) }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> Bool {
         let start = key.offset
         switch try key.readByte() {
@@ -14,11 +16,13 @@ extension Bool: KeyComponent {
 }
 
 extension Data: KeyComponent {
+    @inlinable
     public func encode(to key: inout KeyWriter) {
         key.write(TypeCode.bytes)
         key.writeEscaped(self)
     }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> Data {
         Data(try [UInt8].decode(from: &key))
     }
@@ -26,11 +30,13 @@ extension Data: KeyComponent {
 
 /// UUIDs: the 16 bytes in RFC 4122 order, so they sort as their uppercase text does.
 extension UUID: KeyComponent {
+    @inlinable
     public func encode(to key: inout KeyWriter) {
         key.write(TypeCode.uuid)
         withUnsafeBytes(of: uuid) { key.write(contentsOf: $0) }
     }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> UUID {
         try key.expect(TypeCode.uuid, for: "a UUID")
         let raw = try key.read(count: 16)
@@ -43,11 +49,13 @@ extension UUID: KeyComponent {
 /// Dates: `timeIntervalSinceReferenceDate` (the Double a `Date` holds) in the Double layout under
 /// their own type code, so they round-trip exactly and dates before 2001 sort first.
 extension Date: KeyComponent {
+    @inlinable
     public func encode(to key: inout KeyWriter) {
         key.write(TypeCode.date)
         key.writeOrderedBits(timeIntervalSinceReferenceDate.canonicalKeyValue.bitPattern)
     }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> Date {
         try key.expect(TypeCode.date, for: "a Date")
         return Date(timeIntervalSinceReferenceDate: try canonical(Double(bitPattern: try key.readOrderedBits(UInt64.self)), key))
@@ -58,6 +66,7 @@ extension Date: KeyComponent {
 /// are above it); a value is its own encoding. Optionals of optionals are not supported: the
 /// outer and inner `nil` would be the same key.
 extension Optional: KeyComponent where Wrapped: KeyComponent {
+    @inlinable
     public func encode(to key: inout KeyWriter) {
         switch self {
         case .none: key.write(TypeCode.null)
@@ -65,6 +74,7 @@ extension Optional: KeyComponent where Wrapped: KeyComponent {
         }
     }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> Wrapped? {
         if try key.peek() == TypeCode.null {
             _ = try key.readByte()
@@ -76,8 +86,10 @@ extension Optional: KeyComponent where Wrapped: KeyComponent {
 
 /// Enums with a raw value are stored as the raw value: declare `extension Suit: KeyComponent {}`.
 extension KeyComponent where Self: RawRepresentable, RawValue: KeyComponent {
+    @inlinable
     public func encode(to key: inout KeyWriter) { rawValue.encode(to: &key) }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> Self {
         let start = key.offset
         guard let value = Self(rawValue: try RawValue.decode(from: &key)) else {

@@ -8,6 +8,7 @@
 /// Swift calls them equal. Normalize before storing (e.g. Foundation's
 /// `precomposedStringWithCanonicalMapping`) when equivalent spellings must meet.
 extension KeyWriter {
+    @inlinable
     public mutating func writeEscaped<S: Sequence<UInt8>>(_ content: S) {
         for byte in content {
             write(byte)
@@ -19,6 +20,7 @@ extension KeyWriter {
 
 extension KeyReader {
     /// Reads escaped bytes up to and including the terminator; returns them unescaped.
+    @inlinable
     public mutating func readEscaped() throws(KeyDecodingError) -> [UInt8] {
         var result: [UInt8] = []
         while true {
@@ -39,11 +41,13 @@ extension KeyReader {
 }
 
 extension String: KeyComponent {
+    @inlinable
     public func encode(to key: inout KeyWriter) {
         key.write(TypeCode.string)
         key.writeEscaped(utf8)
     }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> String {
         try key.expect(TypeCode.string, for: "a String")
         let start = key.offset
@@ -56,11 +60,13 @@ extension String: KeyComponent {
 }
 
 extension Array: KeyComponent where Element == UInt8 {
+    @inlinable
     public func encode(to key: inout KeyWriter) {
         key.write(TypeCode.bytes)
         key.writeEscaped(self)
     }
 
+    @inlinable
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> [UInt8] {
         try key.expect(TypeCode.bytes, for: "bytes")
         return try key.readEscaped()
