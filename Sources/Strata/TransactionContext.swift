@@ -89,6 +89,20 @@ public final class TransactionContext {
         }
     }
 
+    /// The record of type `R` whose key components `writeKey` appends, in key order: one
+    /// point read, with the key encoded into this transaction's reusable buffer (no
+    /// allocation but the record's own). The macro's generated lookups call this.
+    @inlinable
+    public func fetch<R: Record>(_ type: R.Type, key writeKey: (inout KeyWriter) -> Void) throws -> R? {
+        try prepare(R.self)
+        keyWriter.removeAll()
+        keyWriter.write(contentsOf: prefix(R.self))
+        writeKey(&keyWriter)
+        return try keyWriter.bytes.withUnsafeBytes { k in
+            try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } }
+        }
+    }
+
     /// The records matching `query`, in key order (or reverse), at most `limit`.
     @inlinable
     public func select<R: Record>(_ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending) throws -> [R] {

@@ -22,6 +22,9 @@ struct QueryTests {
                 #expect(try ctx.delete(people[1]) == false)
                 #expect(try ctx.fetch(Person.self, RecordQuery.all.equal("Dallas").equal("Leeloo")) == nil)
                 #expect(try ctx.fetch(Person.self, RecordQuery.all.equal("Nobody").equal("Here")) == nil)
+                // The direct form encodes the key components in place.
+                #expect(try ctx.fetch(Person.self) { $0.append("Dallas"); $0.append("Korben") }?.age == 46)
+                #expect(try ctx.fetch(Person.self) { $0.append("Dallas"); $0.append("Leeloo") } == nil)
             }
         }
     }

@@ -200,7 +200,11 @@ final class RecordTarget: BenchTarget {
         try store.withReadTransaction { ctx in
             for i in order {
                 let index = Int(i)
-                if try ctx.fetch(BenchRecord.self, RecordQuery.all.equal(index / 1_000).equal(index % 1_000)) != nil { found += 1 }
+                let record = try ctx.fetch(BenchRecord.self) { key in
+                    key.append(index / 1_000)
+                    key.append(index % 1_000)
+                }
+                if record != nil { found += 1 }
                 clock.tick()
             }
         }
