@@ -87,11 +87,13 @@ struct Bench: ParsableCommand {
         }
         func run(_ workload: Workload, operations: Int, opsPerBatch: Int, _ body: () throws -> [UInt64]) throws {
             guard workloads.contains(workload) else { return }
-            FileHandle.standardOutput.write(Data("  \(engine) \(layer.rawValue) \(workload.rawValue)…".utf8))
+            let label = "  \(engine) \(layer.rawValue) \(workload.rawValue)…"
+            let ticker = Ticker(label)
             let allocationsBefore = HeapProbe.allocations()
             let start = now()
             let nanos = try body()
             let seconds = Double(now() - start) / 1e9
+            ticker.stop()
             let allocations = Double(HeapProbe.allocations() - allocationsBefore) / Double(operations)
             let timings = Timings(batchNanos: nanos, opsPerBatch: opsPerBatch)
             let result = BenchResult(engine: engine, layer: layer, workload: workload, operations: operations, seconds: seconds,
@@ -145,3 +147,31 @@ struct Bench: ParsableCommand {
 }
 
 extension Workload: ExpressibleByArgument {}
+
+/// Live progress: the workload's name, then its elapsed seconds once a second while it runs
+/// (the C yardstick has no callbacks, so time is what can be shown for every workload).
+final class Ticker: @unchecked Sendable {
+    private let label: String
+    private let lock = NSLock()
+    private var running = true
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ label: String) {
+        self.label = label
+        FileHandle.standardOutput.write(Data(label.utf8))
+        Thread { [self] in
+            var elapsed = 0
+            while done.wait(timeout: .now() + 1) == .timedOut {
+                elapsed += 1
+                lock.withLock { if running { FileHandle.standardOutput.write(Data("\r\(label) \(elapsed) s".utf8)) } }
+            }
+        }.start()
+    }
+
+    /// Stops ticking and puts the cursor back after the label, for the result.
+    func stop() {
+        lock.withLock { running = false }
+        done.signal()
+        FileHandle.standardOutput.write(Data("\r\(label)".utf8))
+    }
+}
