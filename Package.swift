@@ -7,8 +7,10 @@
 //   Sources/Strata<X>     one adapter per engine, depending only on the core and its C library
 //   Sources/StrataKeyCodec the order-preserving codec for typed index keys
 //   Sources/Strata        the record layer: records, Store, typed queries
+//   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin, swift-syntax)
 //   Conformance/          the test kit every engine must pass (a library product)
 //   Sources/strata        the command-line tool (demo, conformance runner)
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -22,11 +24,14 @@ let package = Package(
         .library(name: "StrataMemory", targets: ["StrataMemory"]),
         .library(name: "StrataKeyCodec", targets: ["StrataKeyCodec"]),
         .library(name: "Strata", targets: ["Strata"]),
+        .library(name: "StrataMacros", targets: ["StrataMacros"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .executable(name: "strata", targets: ["strata"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Only the macro targets use swift-syntax; the CLI and the benchmark never build it.
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0"),
     ],
     targets: [
         // C libraries, through the system's packages.
@@ -48,6 +53,16 @@ let package = Package(
 
         // The record layer: records, Store (engine picked at init), typed queries.
         .target(name: "Strata", dependencies: ["StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory"]),
+
+        // The @IndexKeyRecord macro: the compiler plugin, and the library that declares it.
+        .macro(
+            name: "StrataMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        .target(name: "StrataMacros", dependencies: ["Strata", "StrataMacrosPlugin"]),
 
         // The conformance test kit: depends on the core only.
         .target(name: "StrataConformance", dependencies: ["StrataEngine"], path: "Conformance", exclude: ["README.md"]),
@@ -72,6 +87,11 @@ let package = Package(
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataEngine", "StrataKeyCodec", "StrataMemory"]),
+        .testTarget(
+            name: "StrataMacrosPluginTests",
+            dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
+        ),
+        .testTarget(name: "StrataMacrosTests", dependencies: ["StrataMacros"]),
         .testTarget(
             name: "StrataAdapterTests",
             dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "CLMDB"]

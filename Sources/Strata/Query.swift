@@ -2,18 +2,25 @@ import StrataEngine
 import StrataKeyCodec
 
 /// A condition on the last key component of a query.
-public enum Comparison<Value: KeyComponent & Comparable>: Sendable where Value: Sendable {
+///
+/// `range` and `closedRange` exist for `Comparable` values: `.range("A"..<"L")`.
+public enum Comparison<Value: KeyComponent & Sendable>: Sendable {
     case equals(Value)
     case lessThan(Value)
     case lessThanOrEqual(Value)
     case greaterThan(Value)
     case greaterThanOrEqual(Value)
-    /// `lower ..< upper`
-    case range(Range<Value>)
-    /// `lower ... upper`
-    case closedRange(ClosedRange<Value>)
+    /// From `lower` (inclusive) to `upper` (inclusive when `upperInclusive`).
+    case between(Value, Value, upperInclusive: Bool)
     /// Any of these values; missing ones are skipped.
     case oneOf([Value])
+}
+
+extension Comparison where Value: Comparable {
+    /// `lower ..< upper`
+    public static func range(_ range: Range<Value>) -> Comparison { .between(range.lowerBound, range.upperBound, upperInclusive: false) }
+    /// `lower ... upper`
+    public static func closedRange(_ range: ClosedRange<Value>) -> Comparison { .between(range.lowerBound, range.upperBound, upperInclusive: true) }
 }
 
 /// Ascending or descending key order.
@@ -62,8 +69,8 @@ public struct RecordQuery: Sendable {
         case .lessThanOrEqual(let v): query.bounds = [[.below(e(v), inclusive: true)]]
         case .greaterThan(let v): query.bounds = [[.above(e(v), inclusive: false)]]
         case .greaterThanOrEqual(let v): query.bounds = [[.above(e(v), inclusive: true)]]
-        case .range(let r): query.bounds = [[.above(e(r.lowerBound), inclusive: true), .below(e(r.upperBound), inclusive: false)]]
-        case .closedRange(let r): query.bounds = [[.above(e(r.lowerBound), inclusive: true), .below(e(r.upperBound), inclusive: true)]]
+        case let .between(lower, upper, upperInclusive):
+            query.bounds = [[.above(e(lower), inclusive: true), .below(e(upper), inclusive: upperInclusive)]]
         case .oneOf(let values):
             // Each value once, in key order; an empty set selects nothing.
             let keys = Set(values.map(e)).sorted { $0.lexicographicallyPrecedes($1) }

@@ -1,0 +1,34 @@
+@_exported import Strata
+
+/// Makes a struct a ``Strata/Record``: the named properties, in the order given, are the index
+/// key; every other stored property is a field.
+///
+/// ```swift
+/// @IndexKeyRecord("lastName", "firstName")
+/// struct Person {
+///     let lastName: String
+///     let firstName: String
+///     let age: Int
+/// }
+/// let people = try Person.select(in: ctx, lastName: "Dallas", firstName: .lessThan("L"))
+/// ```
+///
+/// Generated: the `Record` conformance (key and field serialization, an initializer that reads
+/// them), `recordType`, and for every prefix of the key `select(in:…)` and `count(in:…)` with
+/// plain values for the leading components and a ``Strata/Comparison`` or a plain value for the
+/// last, and `delete(in:…)` with plain values. Any other query shape does not compile.
+///
+/// - Stored properties need a type annotation. `static` and computed properties are ignored.
+///   A `let` with an initial value is left out of the record (it cannot be set when reading);
+///   a `var` with a default value is stored.
+/// - `keyspace`: the records' keyspace; default the type's name. Give it to rename the type
+///   without losing its data.
+/// - `version`: the schema version stored with each value. Default: a hash of the key and field
+///   names and types, which formatting and comments never change. A record of another version is
+///   handed to `static func migrate(fromVersion:key:fields:)` if the type declares one.
+@attached(
+    extension, conformances: Record,
+    names: named(recordType), named(writeKey), named(writeFields), named(init), named(select), named(count), named(delete)
+)
+public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: UInt32? = nil) =
+    #externalMacro(module: "StrataMacrosPlugin", type: "IndexKeyRecordMacro")

@@ -1,0 +1,88 @@
+/// Writes the source of the extension `@IndexKeyRecord` adds.
+struct Generator {
+    let keys: [StoredProperty]
+    let fields: [StoredProperty]
+    let keyspace: String
+    let version: UInt32
+
+    func extensionSource(for type: String) -> String {
+        var lines = ["extension \(type): Strata.Record {"]
+        lines.append("    public static let recordType = Strata.RecordType(keyspace: \(literal(keyspace)), version: \(version), key: ["
+            + keys.map { "(\(literal($0.name)), \($0.type).self)" }.joined(separator: ", ") + "])")
+        lines.append("")
+        lines.append("    public func writeKey(to key: inout StrataKeyCodec.KeyWriter) {")
+        lines += keys.map { "        key.append(self.\($0.name))" }
+        lines.append("    }")
+        lines.append("")
+        lines.append("    public func writeFields(to fields: inout Strata.FieldWriter) {")
+        lines += fields.map { "        fields.write(self.\($0.name))" }
+        lines.append("    }")
+        lines.append("")
+        lines.append("    public init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {")
+        lines += keys.map { "        self.\($0.name) = try key.read(\($0.type).self)" }
+        lines += fields.map { "        self.\($0.name) = try fields.read(\($0.type).self)" }
+        lines.append("    }")
+        lines += queries()
+        lines.append("}")
+        return lines.joined(separator: "\n")
+    }
+
+    /// For every key prefix: select/count with a comparison or a plain value on its last
+    /// component, delete with plain values; and unavailable overloads that explain the shapes
+    /// that are not queries.
+    private func queries() -> [String] {
+        var lines: [String] = []
+        let ctx = "in ctx: Strata.TransactionContext"
+        for length in 1...keys.count {
+            let leading = keys.prefix(length - 1)
+            let last = keys[length - 1]
+            let plain = leading.map { "\($0.name): \($0.type)" }
+            let chain = "Strata.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
+            let comparison = (plain + ["\(last.name): Strata.Comparison<\(last.type)>"]).joined(separator: ", ")
+            let equal = (plain + ["\(last.name): \(last.type)"]).joined(separator: ", ")
+            let byComparison = chain + ".then(\(last.name))"
+            let byValue = chain + ".equal(\(last.name))"
+            lines.append("")
+            lines.append("    public static func select(\(ctx), \(comparison), limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {")
+            lines.append("        try ctx.select(Self.self, \(byComparison), limit: limit, order: order)")
+            lines.append("    }")
+            lines.append("    public static func select(\(ctx), \(equal), limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {")
+            lines.append("        try ctx.select(Self.self, \(byValue), limit: limit, order: order)")
+            lines.append("    }")
+            lines.append("    public static func count(\(ctx), \(comparison)) throws -> Int {")
+            lines.append("        try ctx.count(Self.self, \(byComparison))")
+            lines.append("    }")
+            lines.append("    public static func count(\(ctx), \(equal)) throws -> Int {")
+            lines.append("        try ctx.count(Self.self, \(byValue))")
+            lines.append("    }")
+            lines.append("    @discardableResult")
+            lines.append("    public static func delete(\(ctx), \(equal)) throws -> Int {")
+            lines.append("        try ctx.delete(Self.self, \(byValue))")
+            lines.append("    }")
+        }
+        // A comparison on a component followed by another component: only the last may be a range.
+        for i in 0..<(keys.count - 1) {
+            let plain = keys.prefix(i).map { "\($0.name): \($0.type)" }
+            let compared = "\(keys[i].name): Strata.Comparison<\(keys[i].type)>"
+            for next in ["\(keys[i + 1].name): \(keys[i + 1].type)", "\(keys[i + 1].name): Strata.Comparison<\(keys[i + 1].type)>"] {
+                let message = "only the last key component of a query may be a comparison; give \(keys[i].name) a plain value or leave out the components after it"
+                lines.append("    @available(*, unavailable, message: \(literal(message)))")
+                lines.append("    public static func select(\(ctx), \((plain + [compared, next]).joined(separator: ", ")), limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] { fatalError() }")
+            }
+        }
+        // A query that skips the leading components.
+        for i in 1..<keys.count {
+            let skipped = keys.prefix(i).map(\.name).joined(separator: ", ")
+            for parameter in ["\(keys[i].name): \(keys[i].type)", "\(keys[i].name): Strata.Comparison<\(keys[i].type)>"] {
+                let message = "a query gives the key components in order without skipping any; add \(skipped) first"
+                lines.append("    @available(*, unavailable, message: \(literal(message)))")
+                lines.append("    public static func select(\(ctx), \(parameter), limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] { fatalError() }")
+            }
+        }
+        return lines
+    }
+
+    private func literal(_ text: String) -> String {
+        "\"" + text.flatMap { $0 == "\\" || $0 == "\"" ? ["\\", $0] : [$0] } + "\""
+    }
+}

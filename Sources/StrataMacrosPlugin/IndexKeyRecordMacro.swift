@@ -1,0 +1,151 @@
+import SwiftCompilerPlugin
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxMacros
+
+@main
+struct StrataMacrosPlugin: CompilerPlugin {
+    let providingMacros: [Macro.Type] = [IndexKeyRecordMacro.self]
+}
+
+/// `@IndexKeyRecord("a", "b")`: the Record conformance and typed queries of a struct.
+public struct IndexKeyRecordMacro: ExtensionMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        guard let structDecl = declaration.as(StructDeclSyntax.self) else {
+            context.diagnose(Diagnostic(node: introducer(of: declaration), message: RecordDiagnostic.notAStruct))
+            return []
+        }
+        guard let arguments = Arguments(node, context) else { return [] }
+        guard let properties = StoredProperty.all(in: structDecl, context) else { return [] }
+
+        // Resolve the key names to stored properties, in the attribute's order.
+        var keys: [StoredProperty] = []
+        var seen: Set<String> = []
+        for (name, literal) in arguments.keyNames {
+            guard seen.insert(name).inserted else {
+                context.diagnose(Diagnostic(node: Syntax(literal), message: RecordDiagnostic.duplicateKey(name)))
+                return []
+            }
+            guard let property = properties.first(where: { $0.name == name }) else {
+                context.diagnose(Diagnostic(node: Syntax(literal), message: RecordDiagnostic.notAStoredProperty(name, structDecl.name.text)))
+                return []
+            }
+            keys.append(property)
+        }
+        let fields = properties.filter { !seen.contains($0.name) }
+        let typeName = type.tokens(viewMode: .sourceAccurate).map(\.text).joined()
+        let keyspace = arguments.keyspace ?? typeName
+        let version = arguments.version ?? SchemaVersion.of(keys: keys, fields: fields)
+        let source = Generator(keys: keys, fields: fields, keyspace: keyspace, version: version).extensionSource(for: typeName)
+        return [try ExtensionDeclSyntax("\(raw: source)")]
+    }
+
+    /// The `class`, `enum`, `actor`, `protocol` or `extension` keyword, where the error belongs.
+    private static func introducer(of declaration: some DeclGroupSyntax) -> Syntax {
+        if let d = declaration.as(ClassDeclSyntax.self) { return Syntax(d.classKeyword) }
+        if let d = declaration.as(EnumDeclSyntax.self) { return Syntax(d.enumKeyword) }
+        if let d = declaration.as(ActorDeclSyntax.self) { return Syntax(d.actorKeyword) }
+        if let d = declaration.as(ProtocolDeclSyntax.self) { return Syntax(d.protocolKeyword) }
+        if let d = declaration.as(ExtensionDeclSyntax.self) { return Syntax(d.extensionKeyword) }
+        return Syntax(declaration)
+    }
+}
+
+/// The attribute's arguments.
+struct Arguments {
+    var keyNames: [(String, StringLiteralExprSyntax)] = []
+    var keyspace: String?
+    var version: UInt32?
+
+    init?(_ node: AttributeSyntax, _ context: some MacroExpansionContext) {
+        let list = node.arguments?.as(LabeledExprListSyntax.self) ?? []
+        for argument in list {
+            switch argument.label?.text {
+            case nil:
+                guard let literal = argument.expression.as(StringLiteralExprSyntax.self), let text = literal.representedLiteralValue else {
+                    context.diagnose(Diagnostic(node: Syntax(argument.expression), message: RecordDiagnostic.keyNameNotALiteral))
+                    return nil
+                }
+                keyNames.append((text, literal))
+            case "keyspace":
+                guard let text = argument.expression.as(StringLiteralExprSyntax.self)?.representedLiteralValue, !text.isEmpty else {
+                    context.diagnose(Diagnostic(node: Syntax(argument.expression), message: RecordDiagnostic.keyspaceNotALiteral))
+                    return nil
+                }
+                keyspace = text
+            case "version":
+                guard let literal = argument.expression.as(IntegerLiteralExprSyntax.self), let value = UInt32(literal.literal.text) else {
+                    context.diagnose(Diagnostic(node: Syntax(argument.expression), message: RecordDiagnostic.versionNotALiteral))
+                    return nil
+                }
+                version = value
+            default:
+                break
+            }
+        }
+        if keyNames.isEmpty {
+            context.diagnose(Diagnostic(node: Syntax(node), message: RecordDiagnostic.noKeyNames))
+            return nil
+        }
+    }
+}
+
+/// A stored instance property that becomes part of the record.
+struct StoredProperty {
+    let name: String
+    /// The type as written, without trivia (spaces, comments): `[String: Int]`.
+    let type: String
+
+    /// The record's properties in declaration order, or nil after diagnosing one without a type.
+    static func all(in decl: StructDeclSyntax, _ context: some MacroExpansionContext) -> [StoredProperty]? {
+        var result: [StoredProperty] = []
+        var failed = false
+        for member in decl.memberBlock.members {
+            guard let variable = member.decl.as(VariableDeclSyntax.self) else { continue }
+            if variable.modifiers.contains(where: { ["static", "class", "lazy"].contains($0.name.text) }) { continue }
+            let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
+            for binding in variable.bindings {
+                guard let identifier = binding.pattern.as(IdentifierPatternSyntax.self) else { continue }
+                if let accessors = binding.accessorBlock, !Self.isObserversOnly(accessors) { continue }  // computed
+                // A `let` with a value is fixed by its declaration: it cannot be read back, so it
+                // is not part of the record.
+                if isLet && binding.initializer != nil { continue }
+                guard let annotation = binding.typeAnnotation else {
+                    context.diagnose(Diagnostic(node: Syntax(binding), message: RecordDiagnostic.missingType(identifier.identifier.text)))
+                    failed = true
+                    continue
+                }
+                let type = annotation.type.tokens(viewMode: .sourceAccurate).map(\.text).joined()
+                result.append(StoredProperty(name: identifier.identifier.text, type: type))
+            }
+        }
+        return failed ? nil : result
+    }
+
+    private static func isObserversOnly(_ block: AccessorBlockSyntax) -> Bool {
+        guard case .accessors(let list) = block.accessors else { return false }
+        return list.allSatisfy { [.keyword(.willSet), .keyword(.didSet)].contains($0.accessorSpecifier.tokenKind) }
+    }
+}
+
+/// The default schema version: FNV-1a over the key and field names and types, as tokens, so
+/// whitespace, comments and formatting never change it (Swift's `Hasher` is seeded per process).
+enum SchemaVersion {
+    static func of(keys: [StoredProperty], fields: [StoredProperty]) -> UInt32 {
+        let text = "key:" + keys.map { "\($0.name):\($0.type)" }.joined(separator: ",")
+            + ";fields:" + fields.map { "\($0.name):\($0.type)" }.joined(separator: ",")
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        let folded = UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
+        return folded == 0 ? 1 : folded
+    }
+}

@@ -1,0 +1,4 @@
+// expect: error:
+func queries(_ ctx: TransactionContext) throws {
+    _ = try Person.select(in: ctx, lastName: 42)
+}

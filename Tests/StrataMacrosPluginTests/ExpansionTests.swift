@@ -1,0 +1,140 @@
+import SwiftSyntaxMacrosTestSupport
+import Testing
+import XCTest
+@testable import StrataMacrosPlugin
+
+final class ExpansionTests: XCTestCase {
+    func testSingleKey() {
+        assertMacroExpansion(
+            """
+            @IndexKeyRecord("id")
+            struct Tag {
+                let id: Int
+                var label: String?
+            }
+            """,
+            expandedSource: """
+            struct Tag {
+                let id: Int
+                var label: String?
+            }
+
+            extension Tag: Strata.Record {
+                public static let recordType = Strata.RecordType(keyspace: "Tag", version: 491673542, key: [("id", Int.self)])
+
+                public func writeKey(to key: inout StrataKeyCodec.KeyWriter) {
+                    key.append(self.id)
+                }
+
+                public func writeFields(to fields: inout Strata.FieldWriter) {
+                    fields.write(self.label)
+                }
+
+                public init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {
+                    self.id = try key.read(Int.self)
+                    self.label = try fields.read(String?.self)
+                }
+
+                public static func select(in ctx: Strata.TransactionContext, id: Strata.Comparison<Int>, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {
+                    try ctx.select(Self.self, Strata.RecordQuery.all.then(id), limit: limit, order: order)
+                }
+                public static func select(in ctx: Strata.TransactionContext, id: Int, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {
+                    try ctx.select(Self.self, Strata.RecordQuery.all.equal(id), limit: limit, order: order)
+                }
+                public static func count(in ctx: Strata.TransactionContext, id: Strata.Comparison<Int>) throws -> Int {
+                    try ctx.count(Self.self, Strata.RecordQuery.all.then(id))
+                }
+                public static func count(in ctx: Strata.TransactionContext, id: Int) throws -> Int {
+                    try ctx.count(Self.self, Strata.RecordQuery.all.equal(id))
+                }
+                @discardableResult
+                public static func delete(in ctx: Strata.TransactionContext, id: Int) throws -> Int {
+                    try ctx.delete(Self.self, Strata.RecordQuery.all.equal(id))
+                }
+            }
+            """,
+            macros: testMacros
+        )
+    }
+
+    func testCompositeKeyInAnyDeclarationOrderWithFieldsOfSeveralKinds() {
+        let source = expanded("""
+            @IndexKeyRecord("lastName", "firstName")
+            struct Person {
+                var tags: [String: Int] = [:]
+                let firstName: String
+                static var count = 0
+                var display: String { firstName }
+                let fixed = 3
+                var email: String? { didSet {} }
+                let lastName: String
+                let born: Date
+            }
+            """)
+        let lines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        // Key in the attribute's order, whatever the declaration order.
+        XCTAssert(lines.contains(#"public static let recordType = Strata.RecordType(keyspace: "Person", version: \#(versionOf(source)), key: [("lastName", String.self), ("firstName", String.self)])"#))
+        XCTAssertEqual(lines.filter { $0.hasPrefix("key.append") }, ["key.append(self.lastName)", "key.append(self.firstName)"])
+        XCTAssertEqual(lines.filter { $0.hasPrefix("self.") && $0.contains("key.read") }, ["self.lastName = try key.read(String.self)", "self.firstName = try key.read(String.self)"])
+        // Fields: stored properties that are not key, in declaration order; static, computed and `let x = v` left out.
+        XCTAssertEqual(lines.filter { $0.hasPrefix("fields.write") }, ["fields.write(self.tags)", "fields.write(self.email)", "fields.write(self.born)"])
+        XCTAssertEqual(lines.filter { $0.contains("fields.read") }, ["self.tags = try fields.read([String: Int].self)", "self.email = try fields.read(String?.self)", "self.born = try fields.read(Date.self)"])
+        // Every prefix: select and count with a comparison or a value on its last component.
+        XCTAssert(lines.contains("public static func select(in ctx: Strata.TransactionContext, lastName: String, firstName: Strata.Comparison<String>, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {"))
+        XCTAssert(lines.contains("try ctx.select(Self.self, Strata.RecordQuery.all.equal(lastName).then(firstName), limit: limit, order: order)"))
+        XCTAssert(lines.contains("public static func select(in ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {"))
+        XCTAssert(lines.contains("public static func delete(in ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Int {"))
+        XCTAssert(lines.contains("public static func count(in ctx: Strata.TransactionContext, lastName: String) throws -> Int {"))
+        // Invalid shapes are unavailable with a message saying what to do.
+        XCTAssertEqual(lines.filter { $0.hasPrefix("@available(*, unavailable") }.count, 4)
+        XCTAssert(lines.contains { $0.hasPrefix("public static func select(in ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, firstName: String, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self]") })
+    }
+
+    func versionOf(_ source: String) -> String {
+        let marker = "version: "
+        guard let start = source.range(of: marker)?.upperBound else { return "?" }
+        return String(source[start...].prefix { $0.isNumber })
+    }
+
+    func testExplicitKeyspaceAndVersion() {
+        let source = expanded("""
+            @IndexKeyRecord("code", keyspace: "countries", version: 7)
+            struct Country {
+                let code: String
+            }
+            """)
+        XCTAssert(source.contains(#"Strata.RecordType(keyspace: "countries", version: 7, key: [("code", String.self)])"#))
+    }
+
+    func testVersionIgnoresFormattingButNotNamesOrTypes() {
+        let base = SchemaVersion.of(keys: [.init(name: "id", type: "Int")], fields: [.init(name: "tags", type: "[String:Int]")])
+        XCTAssertEqual(base, 1_724_624_172)  // pinned: FNV-1a is the same in every process and build
+        func version(_ declaration: String) -> String { versionOf(expanded(declaration)) }
+        let plain = version("@IndexKeyRecord(\"id\") struct R { let id: Int\n var tags: [String: Int] }")
+        XCTAssertEqual(plain, String(base))
+        XCTAssertEqual(version("@IndexKeyRecord(\"id\")\nstruct R {\n  let id :Int // key\n  var tags: [String/*k*/:   Int]\n}"), plain)
+        XCTAssertNotEqual(version("@IndexKeyRecord(\"id\") struct R { let id: Int\n var labels: [String: Int] }"), plain)
+        XCTAssertNotEqual(version("@IndexKeyRecord(\"id\") struct R { let id: Int\n var tags: [String: Int64] }"), plain)
+    }
+
+    /// Each malformed declaration gives one error at the right place, and no expansion.
+    func testDiagnostics() {
+        let cases: [(source: String, message: String, line: Int, column: Int)] = [
+            ("@IndexKeyRecord(\"id\")\nclass Tag {\n    let id: Int = 0\n}", "@IndexKeyRecord applies to a struct", 2, 1),
+            ("@IndexKeyRecord()\nstruct Tag {\n    let id: Int\n}",
+             "@IndexKeyRecord needs the names of the key properties, e.g. @IndexKeyRecord(\"lastName\", \"firstName\")", 1, 1),
+            ("@IndexKeyRecord(\"id\", \"name\")\nstruct Tag {\n    let id: Int\n}", "'name' is not a stored property of Tag", 1, 23),
+            ("@IndexKeyRecord(\"id\", \"id\")\nstruct Tag {\n    let id: Int\n}", "'id' is named twice in the key", 1, 23),
+            ("@IndexKeyRecord(\"id\")\nstruct Tag {\n    let id: Int\n    var label = \"x\"\n}",
+             "stored property 'label' needs a type annotation to be part of a record", 4, 9),
+            ("@IndexKeyRecord(\"display\")\nstruct Tag {\n    let id: Int\n    var display: String { \"\\(id)\" }\n}",
+             "'display' is not a stored property of Tag", 1, 17),
+        ]
+        for c in cases {
+            // The declaration stays as written, without the attribute.
+            let withoutAttribute = c.source.split(separator: "\n", maxSplits: 1).last.map(String.init) ?? ""
+            assertMacroExpansion(c.source, expandedSource: withoutAttribute,
+                                 diagnostics: [DiagnosticSpec(message: c.message, line: c.line, column: c.column)], macros: testMacros)
+        }
+    }
+}
