@@ -5,7 +5,7 @@
 SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps conformance bench-long clean
+.PHONY: run test deps conformance bench-long crash clean
 
 run: deps
 	swift build -c release --product strata
@@ -18,6 +18,7 @@ test: deps
 	bash Tests/CompileChecks/run.sh
 	.build/debug/strata conformance --engine all
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
+	.build/debug/strata crash-test --engine all --kills 20
 
 # Installs the Debian packages that are missing (apt-get update only when something is).
 deps:
@@ -36,6 +37,11 @@ conformance: deps
 bench-long: deps
 	swift build -c release --product strata
 	.build/release/strata bench --records 1000000 --output bench-results-1m
+
+# The long crash run: 1,000 SIGKILLs per engine, with totals.
+crash: deps
+	swift build -c release --product strata
+	.build/release/strata crash-test --engine all --kills 1000
 
 clean:
 	rm -rf .build

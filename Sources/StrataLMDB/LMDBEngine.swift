@@ -69,6 +69,9 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
         if options.mode == .readOnly { flags |= UInt32(MDB_RDONLY) }
         if options.durability == .relaxed { flags |= UInt32(MDB_NOSYNC) }
         try check(mdb_env_open(env, path, flags, 0o644), "opening the environment", path: path)
+        // Free the reader slots of processes that died inside a read transaction (kill -9).
+        var stale: Int32 = 0
+        if options.mode != .readOnly { try check(mdb_reader_check(env, &stale), "clearing stale readers", path: path) }
         // The unnamed main database; opening it needs a transaction.
         var txn: OpaquePointer?
         let readOnly = options.mode == .readOnly

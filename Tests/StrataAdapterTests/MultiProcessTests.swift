@@ -42,3 +42,13 @@ struct MultiProcessTests {
         try store.close()
     }
 }
+
+@Suite("Crash harness")
+struct CrashHarnessTests {
+    @Test("the crash harness reports a partial transaction and a lost one", arguments: ["partial", "lost"])
+    func harnessCanFail(fault: String) throws {
+        let run = try runProgram(strataTool, ["crash-test", "--engine", "sqlite", "--kills", "2", "--inject-fault", fault])
+        #expect(run.status != 0, "\(run.output)")
+        #expect(run.output.contains(fault == "partial" ? "0 lost, 2 partial" : "2 lost, 0 partial"), "\(run.output)")
+    }
+}

@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import StrataConformance
+import StrataEngine
+
+/// `strata crash-writer`: a write storm for the crash harness. Prints `ack N` after each commit.
+struct CrashWriter: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write tagged transactions until killed (crash-test helper).", shouldDisplay: false)
+
+    @Option var engine: EngineChoice
+    @Option var path: String
+
+    func run() throws {
+        let store = try engine.open(path, EngineOptions(mode: .create, durability: .full))
+        var seq = try store.read { try CrashData.last($0) }
+        while true {
+            seq += 1
+            let current = seq
+            try store.write { try CrashData.write(current, $0) }
+            say("ack \(current)")
+        }
+    }
+}
+
+/// `strata crash-test`: kills writers with SIGKILL at random moments and checks the store after each kill.
+struct CrashTest: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Kill a writing process with SIGKILL at random moments; check that every acknowledged transaction survives, whole.")
+
+    @Option(help: "lmdb, leveldb, sqlite or all.") var engine: EngineChoice = .all
+    @Option(help: "Kills per engine.") var kills = 20
+    @Option(help: "Random seed for the kill delays.") var seed: UInt64 = 1
+    @Option(help: ArgumentHelp("Damage the store after each kill (proves the checks can fail): partial or lost.", visibility: .hidden))
+    var injectFault: String?
+
+    func run() throws {
+        var failed = false
+        for choice in engine.engines where choice != .memory {
+            let totals = try CrashRounds(engine: choice, kills: kills, seed: seed, fault: injectFault).run()
+            say("\(choice.rawValue): \(totals.kills) kills, \(totals.checked) acknowledged transactions checked, \(totals.lost) lost, \(totals.partial) partial")
+            if totals.lost + totals.partial > 0 { failed = true }
+        }
+        if failed { throw ExitCode.failure }
+    }
+}
+
+/// One engine's crash rounds on one store, reopened after every kill (never repaired).
+struct CrashRounds {
+    let engine: EngineChoice
+    let kills: Int
+    let seed: UInt64
+    let fault: String?
+
+    struct Totals { var kills = 0, checked = 0, lost = 0, partial = 0 }
+
+    func run() throws -> Totals {
+        let path = NSTemporaryDirectory() + "strata-crash-\(engine.rawValue)-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var random = SeededRandom(seed: seed)
+        var totals = Totals()
+        for round in 0..<kills {
+            let writer = try WriterProcess(engine: engine, path: path)
+            // Let a few transactions commit, then kill at a random moment (often inside a commit).
+            guard writer.waitForAcks(3, seconds: 60) else {
+                writer.kill()
+                throw ValidationError("round \(round): the writer acknowledged nothing in 60 s:\n\(writer.output)")
+            }
+            usleep(UInt32.random(in: 0...30_000, using: &random))
+            writer.kill()
+            var acknowledged = writer.acknowledged
+            let checkedThisRound = writer.acknowledgedCount
+            let store = try engine.open(path, EngineOptions(mode: .openExisting))
+            switch fault {
+            case "partial": try store.write { tx in try tx.delete(CrashData.key(try CrashData.last(tx), 3)) }
+            case "lost": acknowledged = try store.read { try CrashData.last($0) } + 1  // as if the last commit had vanished
+            default: break
+            }
+            let problem = try store.read { try CrashData.verify($0, acknowledged: acknowledged) }
+            try store.close()
+            totals.kills += 1
+            totals.checked += checkedThisRound
+            if let problem {
+                say("round \(round): \(problem)")
+                if problem.hasPrefix("lost") { totals.lost += 1 } else { totals.partial += 1 }
+            }
+        }
+        return totals
+    }
+}
+
+/// The writer child process and the acknowledgements it printed.
+final class WriterProcess: @unchecked Sendable {
+    private let process = Process()
+    private let pipe = Pipe()
+    private let lock = NSLock()
+    private var text = ""
+    private var last: UInt64 = 0
+    private var count = 0
+
+    init(engine: EngineChoice, path: String) throws {
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        process.arguments = ["crash-writer", "--engine", engine.rawValue, "--path", path]
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            guard let self else { return }
+            let chunk = String(decoding: handle.availableData, as: UTF8.self)
+            lock.withLock {
+                text += chunk
+                // Only whole lines count: "ack N\n" is printed after the commit returned.
+                while let newline = text.firstIndex(of: "\n") {
+                    let line = text[..<newline]
+                    if line.hasPrefix("ack "), let seq = UInt64(line.dropFirst(4)) { last = seq; count += 1 }
+                    else if !line.isEmpty { errors.append(String(line)) }
+                    text.removeSubrange(...newline)
+                }
+            }
+        }
+        try process.run()
+    }
+
+    private var errors: [String] = []
+    var output: String { lock.withLock { errors.joined(separator: "\n") } }
+    var acknowledged: UInt64 { lock.withLock { last } }
+    var acknowledgedCount: Int { lock.withLock { count } }
+
+    func waitForAcks(_ n: Int, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if acknowledgedCount >= n { return true }
+            if !process.isRunning { return false }
+            usleep(1_000)
+        }
+        return false
+    }
+
+    /// SIGKILL, then wait for the process and drain what it printed before dying.
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        pipe.fileHandleForReading.readabilityHandler = nil
+        let rest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        lock.withLock {
+            text += rest
+            for line in text.split(separator: "\n") where line.hasPrefix("ack ") {
+                if let seq = UInt64(line.dropFirst(4)) { last = seq; count += 1 }
+            }
+            text = ""
+        }
+    }
+}
