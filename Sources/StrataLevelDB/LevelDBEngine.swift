@@ -47,8 +47,12 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
         self.options = options
         self.levelDBOptions = leveldb
         try StoreDirectory.prepare(path, marker: "CURRENT", mode: options.mode)
+        try Self.checkManifest(path)
         dbOptions = leveldb_options_create()
         leveldb_options_set_create_if_missing(dbOptions, options.mode == .create ? 1 : 0)
+        // Report corruption instead of skipping it: by default LevelDB opens a store whose
+        // manifest or log was truncated, as if the lost part never existed.
+        leveldb_options_set_paranoid_checks(dbOptions, 1)
         leveldb_options_set_compression(dbOptions, Int32(leveldb.compression ? leveldb_snappy_compression : leveldb_no_compression))
         cache = leveldb.cacheSize > 0 ? leveldb_cache_create_lru(leveldb.cacheSize) : nil
         if let cache { leveldb_options_set_cache(dbOptions, cache) }
@@ -69,6 +73,23 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
             // Every property is set, so deinit runs after this throw and frees the options.
             OpenPathRegistry.release(canonicalPath)
             throw error
+        }
+    }
+
+    /// Before LevelDB touches the directory (it rotates its info log even to report an error):
+    /// an existing `CURRENT` must name a manifest that exists and is not empty.
+    private static func checkManifest(_ path: String) throws(EngineError) {
+        let current = (path as NSString).appendingPathComponent("CURRENT")
+        guard FileManager.default.fileExists(atPath: current) else { return }
+        guard let text = try? String(contentsOfFile: current, encoding: .utf8),
+              text.hasPrefix("MANIFEST-"), text.hasSuffix("\n"),
+              text.dropFirst(9).dropLast().allSatisfy(\.isNumber) else {
+            throw .corrupt(path: path, detail: "CURRENT does not name a LevelDB manifest")
+        }
+        let manifest = (path as NSString).appendingPathComponent(String(text.dropLast()))
+        let size = (try? FileManager.default.attributesOfItem(atPath: manifest)[.size] as? NSNumber)?.intValue ?? -1
+        guard size > 0 else {
+            throw .corrupt(path: path, detail: "\(text.dropLast()) is \(size < 0 ? "missing" : "empty") (truncated?)")
         }
     }
 

@@ -33,7 +33,12 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
         self.options = options
         file = (path as NSString).appendingPathComponent("data.sqlite")
         try StoreDirectory.prepare(path, marker: "data.sqlite", mode: options.mode)
+        try Self.checkHeader(file, path: path)
         canonicalPath = try OpenPathRegistry.claim(path)
+        // What exists before this open: a failed open removes only what it created, and only a
+        // database file this open created is initialized (an existing empty one is a truncated store).
+        let companions = ["-wal", "-shm"].map { file + $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
+        let existed = FileManager.default.fileExists(atPath: file)
         do {
             if options.mode == .readOnly {
                 let reader = try SQLiteConnection(file: file, storePath: path, readOnly: true, create: false)
@@ -45,8 +50,8 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
                 let connection = try SQLiteConnection(file: file, storePath: path, readOnly: false, create: options.mode == .create)
                 // Inspect before writing anything: another application's database is left as it was.
                 let state = try Self.inspect(connection, path: path)
-                if state == .empty && options.mode != .create {
-                    throw EngineError.notAStore(path: path, reason: "data.sqlite has no kv table")
+                if state == .empty && (options.mode != .create || existed) {
+                    throw EngineError.notAStore(path: path, reason: "data.sqlite has no kv table (a truncated or foreign file)")
                 }
                 try connection.execute("PRAGMA journal_mode=WAL")
                 try connection.execute(options.durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
@@ -55,8 +60,38 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
             }
         } catch {
             idleReaders.removeAll()
+            writer = nil
+            for created in companions { try? FileManager.default.removeItem(atPath: created) }
             OpenPathRegistry.release(canonicalPath)
             throw error
+        }
+    }
+
+    /// SQLite notices a truncated file only when it reads a missing page; check the header first:
+    /// the magic string, a valid page size, a whole number of pages, and at least the number of
+    /// pages the header records (when that number is valid: offset 92 equals offset 24).
+    private static func checkHeader(_ file: String, path: String) throws(EngineError) {
+        guard let handle = FileHandle(forReadingAtPath: file) else { return }
+        defer { try? handle.close() }
+        let size = (try? handle.seekToEnd()) ?? 0
+        if size == 0 { return }  // judged after opening: an empty file holds no Strata table
+        try? handle.seek(toOffset: 0)
+        guard let header = try? handle.read(upToCount: 100), header.count == 100,
+              header.prefix(16) == Data("SQLite format 3\u{0}".utf8) else {
+            throw .notAStore(path: path, reason: "data.sqlite is not an SQLite database")
+        }
+        func be(_ offset: Int, _ count: Int) -> UInt64 { header[offset..<(offset + count)].reduce(0) { $0 << 8 | UInt64($1) } }
+        let rawPageSize = be(16, 2)
+        let pageSize = rawPageSize == 1 ? 65_536 : rawPageSize
+        guard pageSize >= 512, pageSize & (pageSize - 1) == 0 else {
+            throw .corrupt(path: path, detail: "data.sqlite declares a page size of \(rawPageSize)")
+        }
+        guard size % pageSize == 0 else {
+            throw .corrupt(path: path, detail: "data.sqlite is \(size) bytes, not a whole number of \(pageSize)-byte pages (truncated)")
+        }
+        let recordedPages = be(28, 4)
+        if be(92, 4) == be(24, 4), recordedPages > 0, size < recordedPages * pageSize {
+            throw .corrupt(path: path, detail: "data.sqlite is \(size / pageSize) pages long but records \(recordedPages) (truncated)")
         }
     }
 

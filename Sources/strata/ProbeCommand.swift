@@ -13,11 +13,12 @@ struct Probe: ParsableCommand {
     @Option(help: "Write KEY=VALUE in a write transaction.") var put: String?
     @Option(help: "Print the value of KEY.") var get: String?
     @Option(help: "Keep the store open this many seconds before closing.") var hold: Double = 0
+    @Flag(help: "Create the store when missing.") var create = false
 
     func run() throws {
         let store: any KeyValueEngine
         do {
-            store = try engine.open(path, EngineOptions(mode: .openExisting))
+            store = try engine.open(path, EngineOptions(mode: create ? .create : .openExisting))
         } catch let error as EngineError {
             say("error: \(error)")
             throw ExitCode(2)
