@@ -86,7 +86,7 @@ let package = Package(
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataEngine", "StrataKeyCodec", "StrataMemory"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataEngine", "StrataKeyCodec", "StrataMemory", "StrataConformance"]),
         .testTarget(
             name: "StrataMacrosPluginTests",
             dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]

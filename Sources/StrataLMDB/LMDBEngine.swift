@@ -158,6 +158,14 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
         }
     }
 
+    /// Whether the filesystem holding the store is (nearly) full. LMDB reports a short write,
+    /// which is what a full disk causes, as EIO; this tells the two apart.
+    func diskIsFull() -> Bool {
+        var stats = statvfs()
+        guard statvfs(path, &stats) == 0 else { return false }
+        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize) < 1 << 20
+    }
+
     /// Grows the map to at least `minimum` bytes (doubling), with no reader of this process
     /// inside a transaction. Called by the writer, with no write transaction open.
     func growMap(toAtLeast minimum: Int) throws {

@@ -1,4 +1,5 @@
 import CLMDB
+import Foundation
 import StrataEngine
 
 /// A read or write transaction of an ``LMDBEngine``. Valid only inside the closure it is lent to.
@@ -197,6 +198,7 @@ final class LMDBTransaction: KeyValueWriter {
             let rc = mdb_txn_commit(txn)
             txn = nil  // commit frees the transaction, whatever it returns
             if rc == MDB_SUCCESS { return }
+            if rc == EIO && engine.diskIsFull() { throw .diskFull(path: engine.path) }
             if rc != MDB_MAP_FULL { throw lmdbError(rc, "committing", path: engine.path) }
             _ = try growAndReplay()
         }

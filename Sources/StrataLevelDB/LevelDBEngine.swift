@@ -107,9 +107,26 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
         Self.destroy(dbOptions, cache, writeOptions)
     }
 
+    /// Set when a write failed (a full disk): LevelDB may have left a torn record in its log,
+    /// and writing after it would leave that record in the *middle* of the log, which recovery
+    /// reports as corruption (or, without paranoid checks, skips along with later commits). So
+    /// the next write first reopens the database: the torn record stays at the old log's tail,
+    /// which recovery drops cleanly, and writes go on in a new log.
+    private var reopenBeforeWriting = false
+    /// Why the database is closed, when reopening it failed.
+    private var unavailable: EngineError?
+
+    private func openDatabase() throws(EngineError) {
+        var err: UnsafeMutablePointer<CChar>?
+        let handle = leveldb_open(dbOptions, path, &err)
+        try check(err, "reopening the database after a failed write", path: path)
+        db = handle
+    }
+
     public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
         try gate.withRead {
-            let transaction = LevelDBTransaction(engine: self, db: db!, writable: false)
+            guard let db else { throw unavailable ?? EngineError.closed }
+            let transaction = LevelDBTransaction(engine: self, db: db, writable: false)
             defer { transaction.end() }
             return try body(transaction)
         }
@@ -118,10 +135,30 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
     public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
         if options.mode == .readOnly { throw EngineError.readOnly(path: path) }
         return try gate.withWrite {
-            let transaction = LevelDBTransaction(engine: self, db: db!, writable: true)
+            if reopenBeforeWriting {
+                try gate.withReadersDrained {
+                    if let db { leveldb_close(db) }
+                    db = nil
+                    do {
+                        try openDatabase()
+                        reopenBeforeWriting = false
+                        unavailable = nil
+                    } catch {
+                        unavailable = error as? EngineError
+                        throw error
+                    }
+                }
+            }
+            guard let db else { throw unavailable ?? EngineError.closed }
+            let transaction = LevelDBTransaction(engine: self, db: db, writable: true)
             defer { transaction.end() }
             let result = try body(transaction)
-            try transaction.commit()
+            do {
+                try transaction.commit()
+            } catch {
+                reopenBeforeWriting = true
+                throw error
+            }
             return result
         }
     }
