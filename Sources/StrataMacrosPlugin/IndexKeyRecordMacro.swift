@@ -110,13 +110,17 @@ struct StoredProperty {
             guard let variable = member.decl.as(VariableDeclSyntax.self) else { continue }
             if variable.modifiers.contains(where: { ["static", "class", "lazy"].contains($0.name.text) }) { continue }
             let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
-            for binding in variable.bindings {
+            let bindings = Array(variable.bindings)
+            for (index, binding) in bindings.enumerated() {
                 guard let identifier = binding.pattern.as(IdentifierPatternSyntax.self) else { continue }
                 if let accessors = binding.accessorBlock, !Self.isObserversOnly(accessors) { continue }  // computed
                 // A `let` with a value is fixed by its declaration: it cannot be read back, so it
                 // is not part of the record.
                 if isLet && binding.initializer != nil { continue }
-                guard let annotation = binding.typeAnnotation else {
+                // `var a, b: Int`: only the last binding carries the type; the others share it.
+                let shared = binding.initializer == nil
+                    ? bindings[index...].first(where: { $0.typeAnnotation != nil })?.typeAnnotation : nil
+                guard let annotation = binding.typeAnnotation ?? shared else {
                     context.diagnose(Diagnostic(node: Syntax(binding), message: RecordDiagnostic.missingType(identifier.identifier.text)))
                     failed = true
                     continue

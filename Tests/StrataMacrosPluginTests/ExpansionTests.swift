@@ -96,6 +96,19 @@ final class ExpansionTests: XCTestCase {
         return String(source[start...].prefix { $0.isNumber })
     }
 
+    func testSeveralPropertiesInOneDeclarationShareTheType() {
+        let source = expanded("""
+            @IndexKeyRecord("x", "y")
+            struct Point {
+                let x, y: Int
+                var label, note: String?
+            }
+            """)
+        let lines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssert(lines.contains("self.x = try key.read(Int.self)") && lines.contains("self.y = try key.read(Int.self)"))
+        XCTAssertEqual(lines.filter { $0.contains("fields.read") }, ["self.label = try fields.read(String?.self)", "self.note = try fields.read(String?.self)"])
+    }
+
     func testExplicitKeyspaceAndVersion() {
         let source = expanded("""
             @IndexKeyRecord("code", keyspace: "countries", version: 7)

@@ -25,6 +25,13 @@ struct Visit {
     }
 }
 
+/// Several properties in one declaration, the key among them.
+@IndexKeyRecord("x", "y")
+struct Point {
+    let x, y: Int
+    var label, note: String?
+}
+
 enum Outer {
     /// A record nested in another type, with an explicit keyspace and version.
     @IndexKeyRecord("code", keyspace: "countries", version: 7)
@@ -110,6 +117,15 @@ struct MacroRecordTests {
         #expect(france?.name == "France" && france?.population == nil)
         #expect(Outer.Country.recordType.keyspace == "countries" && Outer.Country.recordType.version == 7)
         #expect(Person.recordType.keyspace == "Person")
+        try store.close()
+    }
+
+    @Test("properties declared together share their type")
+    func sharedDeclarations() throws {
+        let store = try Store(.memory)
+        try store.withTransaction { ctx in try ctx.insert(Point(x: 1, y: 2, label: "a", note: nil)) }
+        let points = try store.withReadTransaction { ctx in try Point.select(in: ctx, x: 1, y: .greaterThan(0)) }
+        #expect(points.count == 1 && points[0].y == 2 && points[0].label == "a" && points[0].note == nil)
         try store.close()
     }
 
