@@ -22,10 +22,19 @@ public struct FieldWriter: Sendable {
     /// Appends a `Codable` field that is not a ``FieldValue``, as length-prefixed JSON.
     @_disfavoredOverload
     public mutating func write<V: Codable>(_ value: V) {
-        let json = (try? JSONEncoder().encode(CodableBox(value))) ?? Data()
-        writeVarint(UInt64(json.count))
-        bytes.append(contentsOf: json)
+        do {
+            let json = try JSONEncoder().encode(CodableBox(value))
+            writeVarint(UInt64(json.count))
+            bytes.append(contentsOf: json)
+        } catch {
+            // JSONEncoder refuses some values (a NaN Double, for one). Remember why: `insert`
+            // refuses the record rather than store a field that cannot be read back.
+            if failure == nil { failure = "cannot encode a \(V.self) field as JSON: \(error)" }
+        }
     }
+
+    /// Why a field could not be encoded, if one could not.
+    public private(set) var failure: String?
 
     @inlinable
     public mutating func writeVarint(_ value: UInt64) {

@@ -40,6 +40,10 @@ public struct RecordQuery: Sendable {
     @usableFromInline var bounds: [[ComponentBound]] = [[]]
     /// `oneOf` with no values: nothing matches.
     @usableFromInline var isEmpty = false
+    /// Whether a comparison was given; a component after it makes the query invalid.
+    @usableFromInline var hasComparison = false
+    /// Set when `equal` or `then` follows `then`: refused by the run-time check.
+    @usableFromInline var continuesAfterComparison = false
 
     /// Every record of the type.
     public static var all: RecordQuery { RecordQuery() }
@@ -47,6 +51,7 @@ public struct RecordQuery: Sendable {
     /// Adds an equality on the next key component.
     public func equal<V: KeyComponent>(_ value: V) -> RecordQuery {
         var query = self
+        if hasComparison { query.continuesAfterComparison = true }
         query.componentTypes.append(ObjectIdentifier(V.self))
         var writer = KeyWriter()
         writer.append(value)
@@ -57,6 +62,8 @@ public struct RecordQuery: Sendable {
     /// Adds a comparison on the next key component; it must be the last.
     public func then<V>(_ comparison: Comparison<V>) -> RecordQuery {
         var query = self
+        if hasComparison { query.continuesAfterComparison = true }
+        query.hasComparison = true
         query.componentTypes.append(ObjectIdentifier(V.self))
         func e(_ v: V) -> [UInt8] {
             var writer = KeyWriter()

@@ -6,6 +6,8 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     case corruptRecord(type: String, detail: String)
     /// A value written under another schema version, with no migration for it.
     case versionMismatch(type: String, stored: UInt32, current: UInt32)
+    /// A field of the record could not be encoded; nothing was written.
+    case unencodableField(type: String, detail: String)
     /// The encoded key exceeds the engine's key limit.
     case keyTooLarge(type: String, length: Int, limit: Int)
     /// Two record types claim one keyspace, or the stored key layout differs from the type's.
@@ -22,6 +24,7 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .corruptRecord(type, detail): return "corrupt \(type) record: \(detail)"
         case let .versionMismatch(type, stored, current):
             return "\(type) record stored under schema version \(stored), the type is at version \(current) and has no migration for it"
+        case let .unencodableField(type, detail): return "\(type) record not stored: \(detail)"
         case let .keyTooLarge(type, length, limit): return "\(type) key is \(length) bytes encoded, the limit is \(limit)"
         case let .keyspaceClash(keyspace, detail): return "keyspace \"\(keyspace)\" clash: \(detail)"
         case let .invalidQuery(type, detail): return "invalid query on \(type): \(detail)"

@@ -35,6 +35,7 @@ public final class TransactionContext {
         fieldWriter.removeAll()
         fieldWriter.writeVarint(UInt64(R.recordType.version))
         record.writeFields(to: &fieldWriter)
+        if let failure = fieldWriter.failure { throw RecordError.unencodableField(type: "\(R.self)", detail: failure) }
         try key.withUnsafeBytes { k in try fieldWriter.bytes.withUnsafeBytes { try writer.put($0, forKey: k) } }
     }
 
@@ -229,6 +230,9 @@ public final class TransactionContext {
     @inlinable
     func validate<R: Record>(_ query: RecordQuery, for _: R.Type) throws {
         let key = R.recordType.key
+        if query.continuesAfterComparison {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "only the last key component of a query may be a comparison")
+        }
         guard query.componentTypes.count <= key.count else {
             throw RecordError.invalidQuery(type: "\(R.self)", detail: "\(query.componentTypes.count) key components given, the key has \(key.count)")
         }

@@ -17,6 +17,8 @@ enum LMDBFileCheck {
     // mm_magic, mm_version, mm_address, mm_mapsize, mm_dbs[2] (48 bytes each), mm_last_pg, mm_txnid.
     private static let magicOffset = 16          // mm_magic, 0xBEEFC0DE
     private static let pageSizeOffset = 40       // mm_dbs[FREE_DBI].md_pad holds the page size
+    private static let freeDepthOffset = 46      // mm_dbs[FREE_DBI].md_depth
+    private static let mainDepthOffset = 94      // mm_dbs[MAIN_DBI].md_depth
     private static let freeRootOffset = 80       // mm_dbs[FREE_DBI].md_root
     private static let mainRootOffset = 128      // mm_dbs[MAIN_DBI].md_root
     private static let txnIDOffset = 144         // mm_txnid
@@ -24,41 +26,57 @@ enum LMDBFileCheck {
     private static let noPage = UInt64.max       // P_INVALID: an empty tree
 
     static func validate(_ file: String, storePath: String) throws(EngineError) {
+        // Another process may commit while this reads (LMDB stores are shared): a problem counts
+        // only if the newest meta page did not change while it was found.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let (problem, txnID) = try inspect(file, storePath: storePath)
+            guard let problem else { return }
+            if attempt >= 3 || (try? inspect(file, storePath: storePath))?.1 == txnID { throw problem }
+        }
+    }
+
+    /// One look at the file: the problem found, if any, and the newest meta's transaction id.
+    private static func inspect(_ file: String, storePath: String) throws(EngineError) -> (EngineError?, UInt64) {
         guard let handle = FileHandle(forReadingAtPath: file) else {
             throw .permissionDenied(path: storePath, detail: "cannot read \(file)")
         }
         defer { try? handle.close() }
-        let size = (try? handle.seekToEnd()) ?? 0
-        try? handle.seek(toOffset: 0)
         guard let first = try? handle.read(upToCount: 152), first.count == 152 else {
-            throw .notAStore(path: storePath, reason: "data.mdb is \(size) bytes, too short for an LMDB meta page")
+            return (.notAStore(path: storePath, reason: "data.mdb is too short for an LMDB meta page"), 0)
         }
         guard first.loadLE(UInt32.self, at: magicOffset) == magic else {
-            throw .notAStore(path: storePath, reason: "data.mdb does not start with an LMDB meta page")
+            return (.notAStore(path: storePath, reason: "data.mdb does not start with an LMDB meta page"), 0)
         }
         let pageSize = UInt64(first.loadLE(UInt32.self, at: pageSizeOffset))
         guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
-            throw .corrupt(path: storePath, detail: "data.mdb declares a page size of \(pageSize)")
-        }
-        guard size >= 2 * pageSize else {
-            throw .corrupt(path: storePath, detail: "data.mdb is \(size) bytes, shorter than its two meta pages (truncated?)")
+            return (.corrupt(path: storePath, detail: "data.mdb declares a page size of \(pageSize)"), 0)
         }
         try? handle.seek(toOffset: pageSize)
         guard let second = try? handle.read(upToCount: 152), second.count == 152 else {
-            throw .corrupt(path: storePath, detail: "cannot read the second meta page")
+            return (.corrupt(path: storePath, detail: "data.mdb is shorter than its two meta pages (truncated?)"), 0)
         }
         // LMDB uses the meta page with the newer transaction id.
         let newest = second.loadLE(UInt64.self, at: txnIDOffset) > first.loadLE(UInt64.self, at: txnIDOffset) ? second : first
+        let txnID = newest.loadLE(UInt64.self, at: txnIDOffset)
+        // The size after the metas: pages a writer appended before its meta are then counted.
+        let size = (try? handle.seekToEnd()) ?? 0
         // LMDB writes whole pages: a size that is not a multiple of the page size was cut.
         guard size % pageSize == 0 else {
-            throw .corrupt(path: storePath, detail: "data.mdb is \(size) bytes, not a whole number of \(pageSize)-byte pages (truncated)")
+            return (.corrupt(path: storePath, detail: "data.mdb is \(size) bytes, not a whole number of \(pageSize)-byte pages (truncated)"), txnID)
         }
-        let pages = size / pageSize
-        for offset in [freeRootOffset, mainRootOffset] {
-            let root = newest.loadLE(UInt64.self, at: offset)
+        for (rootOffset, depthOffset) in [(freeRootOffset, freeDepthOffset), (mainRootOffset, mainDepthOffset)] {
+            let root = newest.loadLE(UInt64.self, at: rootOffset)
             if root == noPage { continue }
-            try walkBranches(from: root, pages: pages, pageSize: pageSize, handle: handle, storePath: storePath)
+            do {
+                try walkBranches(from: root, depth: Int(newest.loadLE(UInt16.self, at: depthOffset)), pages: size / pageSize,
+                                 pageSize: pageSize, handle: handle, storePath: storePath)
+            } catch {
+                return (error, txnID)
+            }
         }
+        return (nil, txnID)
     }
 }
 
@@ -69,24 +87,27 @@ extension LMDBFileCheck {
     private static let branchFlag: UInt16 = 0x01
     private static let headerSize = 16
 
-    /// Visits every branch page reachable from `root` and checks that each page it points to
-    /// (branches and leaves) lies inside the file. Leaves are not read: large values' overflow
-    /// pages are not checked, which keeps the cost at about one page in a hundred.
-    fileprivate static func walkBranches(from root: UInt64, pages: UInt64, pageSize: UInt64, handle: FileHandle, storePath: String) throws(EngineError) {
-        var pending = [root]
+    /// Reads every branch page of a tree of `depth` levels and checks that each page it points to
+    /// lies inside the file. Leaves (the last level) are bound-checked, not read: large values'
+    /// overflow pages are not checked, which keeps the cost at about one page in a hundred.
+    fileprivate static func walkBranches(from root: UInt64, depth: Int, pages: UInt64, pageSize: UInt64,
+                                         handle: FileHandle, storePath: String) throws(EngineError) {
+        var pending = [(page: root, level: 1)]
         var visited = 0
-        while let page = pending.popLast() {
+        while let (page, level) = pending.popLast() {
             guard page < pages else {
                 throw .corrupt(path: storePath, detail: "data.mdb is \(pages) pages long but its trees reach page \(page) (truncated)")
             }
+            if level >= depth { continue }  // a leaf: inside the file, not read
             visited += 1
             if visited > Int(pages) { throw .corrupt(path: storePath, detail: "data.mdb's trees contain a cycle") }
             try? handle.seek(toOffset: page * pageSize)
             guard let data = try? handle.read(upToCount: Int(pageSize)), data.count == Int(pageSize) else {
                 throw .corrupt(path: storePath, detail: "cannot read page \(page) of data.mdb")
             }
-            let flags = data.loadLE(UInt16.self, at: 10)
-            guard flags & branchFlag != 0 else { continue }  // a leaf: inside the file, not read further
+            guard data.loadLE(UInt16.self, at: 10) & branchFlag != 0 else {
+                throw .corrupt(path: storePath, detail: "page \(page) of data.mdb should be a branch page")
+            }
             let lower = Int(data.loadLE(UInt16.self, at: 12))
             guard lower >= headerSize, lower <= Int(pageSize) else {
                 throw .corrupt(path: storePath, detail: "page \(page) of data.mdb has a bad header")
@@ -96,7 +117,7 @@ extension LMDBFileCheck {
                 guard node + 6 <= Int(pageSize) else { throw .corrupt(path: storePath, detail: "page \(page) of data.mdb has a bad node") }
                 let child = UInt64(data.loadLE(UInt16.self, at: node)) | UInt64(data.loadLE(UInt16.self, at: node + 2)) << 16
                     | UInt64(data.loadLE(UInt16.self, at: node + 4)) << 32
-                pending.append(child)
+                pending.append((child, level + 1))
             }
         }
     }

@@ -70,8 +70,8 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
         do {
             try check(err, "opening the database", path: path)
         } catch {
-            // Every property is set, so deinit runs after this throw and frees the options.
-            OpenPathRegistry.release(canonicalPath)
+            // Every property is set, so deinit runs after this throw: it frees the options and
+            // gives the path back.
             throw error
         }
     }
@@ -100,10 +100,9 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
     }
 
     deinit {
-        if let db {
-            leveldb_close(db)
-            OpenPathRegistry.release(canonicalPath)
-        }
+        if let db { leveldb_close(db) }
+        // Give the path back unless close() did (also when a failed reopen left no handle).
+        if !gate.isClosed { OpenPathRegistry.release(canonicalPath) }
         Self.destroy(dbOptions, cache, writeOptions)
     }
 
@@ -124,7 +123,9 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
     }
 
     public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
-        try gate.withRead {
+        // After a failed reopen (a disk still full), a reader retries it, as the writer's slot.
+        if unavailable != nil { try gate.withWrite { try reopenIfNeeded() } }
+        return try gate.withRead {
             guard let db else { throw unavailable ?? EngineError.closed }
             let transaction = LevelDBTransaction(engine: self, db: db, writable: false)
             defer { transaction.end() }
@@ -135,20 +136,7 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
     public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
         if options.mode == .readOnly { throw EngineError.readOnly(path: path) }
         return try gate.withWrite {
-            if reopenBeforeWriting {
-                try gate.withReadersDrained {
-                    if let db { leveldb_close(db) }
-                    db = nil
-                    do {
-                        try openDatabase()
-                        reopenBeforeWriting = false
-                        unavailable = nil
-                    } catch {
-                        unavailable = error as? EngineError
-                        throw error
-                    }
-                }
-            }
+            try reopenIfNeeded()
             guard let db else { throw unavailable ?? EngineError.closed }
             let transaction = LevelDBTransaction(engine: self, db: db, writable: true)
             defer { transaction.end() }
@@ -160,6 +148,24 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
                 throw error
             }
             return result
+        }
+    }
+
+    /// Called holding the writer's slot: reopens the database when a write failed, with no reader
+    /// of this process inside a transaction (they hold the old handle).
+    private func reopenIfNeeded() throws {
+        guard reopenBeforeWriting else { return }
+        try gate.withReadersDrained {
+            if let db { leveldb_close(db) }
+            db = nil
+            do {
+                try openDatabase()
+                reopenBeforeWriting = false
+                unavailable = nil
+            } catch {
+                unavailable = error as? EngineError
+                throw error
+            }
         }
     }
 

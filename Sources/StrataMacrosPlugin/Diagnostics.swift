@@ -10,6 +10,8 @@ enum RecordDiagnostic: DiagnosticMessage {
     case notAStoredProperty(String, String)
     case duplicateKey(String)
     case missingType(String)
+    case generic
+    case conditionalProperty
 
     var message: String {
         switch self {
@@ -21,6 +23,8 @@ enum RecordDiagnostic: DiagnosticMessage {
         case let .notAStoredProperty(name, type): return "'\(name)' is not a stored property of \(type)"
         case let .duplicateKey(name): return "'\(name)' is named twice in the key"
         case let .missingType(name): return "stored property '\(name)' needs a type annotation to be part of a record"
+        case .generic: return "@IndexKeyRecord does not support generic structs"
+        case .conditionalProperty: return "@IndexKeyRecord cannot see properties inside #if; declare them unconditionally"
         }
     }
 

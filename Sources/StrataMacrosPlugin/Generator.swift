@@ -4,21 +4,23 @@ struct Generator {
     let fields: [StoredProperty]
     let keyspace: String
     let version: UInt32
+    /// `"public "`, `"package "` or `""`: the struct's own visibility.
+    let access: String
 
     func extensionSource(for type: String) -> String {
         var lines = ["extension \(type): Strata.Record {"]
-        lines.append("    public static let recordType = Strata.RecordType(keyspace: \(literal(keyspace)), version: \(version), key: ["
+        lines.append("    \(access)static let recordType = Strata.RecordType(keyspace: \(literal(keyspace)), version: \(version), key: ["
             + keys.map { "(\(literal($0.name)), \($0.type).self)" }.joined(separator: ", ") + "])")
         lines.append("")
-        lines.append("    public func writeKey(to key: inout StrataKeyCodec.KeyWriter) {")
+        lines.append("    \(access)func writeKey(to key: inout StrataKeyCodec.KeyWriter) {")
         lines += keys.map { "        key.append(self.\($0.name))" }
         lines.append("    }")
         lines.append("")
-        lines.append("    public func writeFields(to fields: inout Strata.FieldWriter) {")
+        lines.append("    \(access)func writeFields(to fields: inout Strata.FieldWriter) {")
         lines += fields.map { "        fields.write(self.\($0.name))" }
         lines.append("    }")
         lines.append("")
-        lines.append("    public init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {")
+        lines.append("    \(access)init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {")
         lines += keys.map { "        self.\($0.name) = try key.read(\($0.type).self)" }
         lines += fields.map { "        self.\($0.name) = try fields.read(\($0.type).self)" }
         lines.append("    }")
@@ -32,7 +34,7 @@ struct Generator {
     /// that are not queries.
     private func queries() -> [String] {
         var lines: [String] = []
-        let ctx = "in ctx: Strata.TransactionContext"
+        let ctx = "in __ctx: Strata.TransactionContext"
         for length in 1...keys.count {
             let leading = keys.prefix(length - 1)
             let last = keys[length - 1]
@@ -43,21 +45,21 @@ struct Generator {
             let byComparison = chain + ".then(\(last.name))"
             let byValue = chain + ".equal(\(last.name))"
             lines.append("")
-            lines.append("    public static func select(\(ctx), \(comparison), limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {")
-            lines.append("        try ctx.select(Self.self, \(byComparison), limit: limit, order: order)")
+            lines.append("    \(access)static func select(\(ctx), \(comparison), limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {")
+            lines.append("        try __ctx.select(Self.self, \(byComparison), limit: __limit, order: __order)")
             lines.append("    }")
-            lines.append("    public static func select(\(ctx), \(equal), limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {")
-            lines.append("        try ctx.select(Self.self, \(byValue), limit: limit, order: order)")
+            lines.append("    \(access)static func select(\(ctx), \(equal), limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {")
+            lines.append("        try __ctx.select(Self.self, \(byValue), limit: __limit, order: __order)")
             lines.append("    }")
-            lines.append("    public static func count(\(ctx), \(comparison)) throws -> Int {")
-            lines.append("        try ctx.count(Self.self, \(byComparison))")
+            lines.append("    \(access)static func count(\(ctx), \(comparison)) throws -> Int {")
+            lines.append("        try __ctx.count(Self.self, \(byComparison))")
             lines.append("    }")
-            lines.append("    public static func count(\(ctx), \(equal)) throws -> Int {")
-            lines.append("        try ctx.count(Self.self, \(byValue))")
+            lines.append("    \(access)static func count(\(ctx), \(equal)) throws -> Int {")
+            lines.append("        try __ctx.count(Self.self, \(byValue))")
             lines.append("    }")
             lines.append("    @discardableResult")
-            lines.append("    public static func delete(\(ctx), \(equal)) throws -> Int {")
-            lines.append("        try ctx.delete(Self.self, \(byValue))")
+            lines.append("    \(access)static func delete(\(ctx), \(equal)) throws -> Int {")
+            lines.append("        try __ctx.delete(Self.self, \(byValue))")
             lines.append("    }")
         }
         // A comparison on a component followed by another component: only the last may be a range.
@@ -67,7 +69,7 @@ struct Generator {
             for next in ["\(keys[i + 1].name): \(keys[i + 1].type)", "\(keys[i + 1].name): Strata.Comparison<\(keys[i + 1].type)>"] {
                 let message = "only the last key component of a query may be a comparison; give \(keys[i].name) a plain value or leave out the components after it"
                 lines.append("    @available(*, unavailable, message: \(literal(message)))")
-                lines.append("    public static func select(\(ctx), \((plain + [compared, next]).joined(separator: ", ")), limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] { fatalError() }")
+                lines.append("    \(access)static func select(\(ctx), \((plain + [compared, next]).joined(separator: ", ")), limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] { fatalError() }")
             }
         }
         // A query that skips the leading components.
@@ -76,7 +78,7 @@ struct Generator {
             for parameter in ["\(keys[i].name): \(keys[i].type)", "\(keys[i].name): Strata.Comparison<\(keys[i].type)>"] {
                 let message = "a query gives the key components in order without skipping any; add \(skipped) first"
                 lines.append("    @available(*, unavailable, message: \(literal(message)))")
-                lines.append("    public static func select(\(ctx), \(parameter), limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] { fatalError() }")
+                lines.append("    \(access)static func select(\(ctx), \(parameter), limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] { fatalError() }")
             }
         }
         return lines

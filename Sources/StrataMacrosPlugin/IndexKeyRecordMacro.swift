@@ -21,6 +21,12 @@ public struct IndexKeyRecordMacro: ExtensionMacro {
             context.diagnose(Diagnostic(node: introducer(of: declaration), message: RecordDiagnostic.notAStruct))
             return []
         }
+        if let generics = structDecl.genericParameterClause {
+            // Static stored properties are not allowed in generic types, and every specialization
+            // would share one keyspace.
+            context.diagnose(Diagnostic(node: Syntax(generics), message: RecordDiagnostic.generic))
+            return []
+        }
         guard let arguments = Arguments(node, context) else { return [] }
         guard let properties = StoredProperty.all(in: structDecl, context) else { return [] }
 
@@ -42,7 +48,11 @@ public struct IndexKeyRecordMacro: ExtensionMacro {
         let typeName = type.tokens(viewMode: .sourceAccurate).map(\.text).joined()
         let keyspace = arguments.keyspace ?? typeName
         let version = arguments.version ?? SchemaVersion.of(keys: keys, fields: fields)
-        let source = Generator(keys: keys, fields: fields, keyspace: keyspace, version: version).extensionSource(for: typeName)
+        // Members as visible as the struct: public for a public struct, else the default.
+        let modifiers = structDecl.modifiers.map(\.name.text)
+        let access = modifiers.contains("public") || modifiers.contains("open") ? "public " : modifiers.contains("package") ? "package " : ""
+        let source = Generator(keys: keys, fields: fields, keyspace: keyspace, version: version, access: access)
+            .extensionSource(for: typeName)
         return [try ExtensionDeclSyntax("\(raw: source)")]
     }
 
@@ -107,6 +117,12 @@ struct StoredProperty {
         var result: [StoredProperty] = []
         var failed = false
         for member in decl.memberBlock.members {
+            if let conditional = member.decl.as(IfConfigDeclSyntax.self), Self.declaresStoredProperties(conditional) {
+                // A property that exists in some builds only would be silently left out of others.
+                context.diagnose(Diagnostic(node: Syntax(conditional), message: RecordDiagnostic.conditionalProperty))
+                failed = true
+                continue
+            }
             guard let variable = member.decl.as(VariableDeclSyntax.self) else { continue }
             if variable.modifiers.contains(where: { ["static", "class", "lazy"].contains($0.name.text) }) { continue }
             let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
@@ -130,6 +146,17 @@ struct StoredProperty {
             }
         }
         return failed ? nil : result
+    }
+
+    /// Whether any clause of an `#if` declares an instance property.
+    private static func declaresStoredProperties(_ conditional: IfConfigDeclSyntax) -> Bool {
+        conditional.clauses.contains { clause in
+            guard case .decls(let members) = clause.elements else { return false }
+            return members.contains { member in
+                guard let variable = member.decl.as(VariableDeclSyntax.self) else { return false }
+                return !variable.modifiers.contains { ["static", "class"].contains($0.name.text) }
+            }
+        }
     }
 
     private static func isObserversOnly(_ block: AccessorBlockSyntax) -> Bool {

@@ -68,8 +68,8 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
     }
 
     /// SQLite notices a truncated file only when it reads a missing page; check the header first:
-    /// the magic string, a valid page size, a whole number of pages, and at least the number of
-    /// pages the header records (when that number is valid: offset 92 equals offset 24).
+    /// the magic string, a valid page size, a whole number of pages, and, with no WAL pending, at
+    /// least the number of pages the header records (when valid: offset 92 equals offset 24).
     private static func checkHeader(_ file: String, path: String) throws(EngineError) {
         guard let handle = FileHandle(forReadingAtPath: file) else { return }
         defer { try? handle.close() }
@@ -89,8 +89,11 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
         guard size % pageSize == 0 else {
             throw .corrupt(path: path, detail: "data.sqlite is \(size) bytes, not a whole number of \(pageSize)-byte pages (truncated)")
         }
+        // A checkpoint writes page 1 (with the new count) before the pages it adds, so while a WAL
+        // exists (a checkpoint interrupted or under way) the file may be shorter than recorded.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: file + "-wal")[.size] as? NSNumber)?.intValue ?? 0
         let recordedPages = be(28, 4)
-        if be(92, 4) == be(24, 4), recordedPages > 0, size < recordedPages * pageSize {
+        if walSize == 0, be(92, 4) == be(24, 4), recordedPages > 0, size < recordedPages * pageSize {
             throw .corrupt(path: path, detail: "data.sqlite is \(size / pageSize) pages long but records \(recordedPages) (truncated)")
         }
     }

@@ -20,36 +20,36 @@ final class ExpansionTests: XCTestCase {
             }
 
             extension Tag: Strata.Record {
-                public static let recordType = Strata.RecordType(keyspace: "Tag", version: 491673542, key: [("id", Int.self)])
+                static let recordType = Strata.RecordType(keyspace: "Tag", version: 491673542, key: [("id", Int.self)])
 
-                public func writeKey(to key: inout StrataKeyCodec.KeyWriter) {
+                func writeKey(to key: inout StrataKeyCodec.KeyWriter) {
                     key.append(self.id)
                 }
 
-                public func writeFields(to fields: inout Strata.FieldWriter) {
+                func writeFields(to fields: inout Strata.FieldWriter) {
                     fields.write(self.label)
                 }
 
-                public init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {
+                init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {
                     self.id = try key.read(Int.self)
                     self.label = try fields.read(String?.self)
                 }
 
-                public static func select(in ctx: Strata.TransactionContext, id: Strata.Comparison<Int>, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {
-                    try ctx.select(Self.self, Strata.RecordQuery.all.then(id), limit: limit, order: order)
+                static func select(in __ctx: Strata.TransactionContext, id: Strata.Comparison<Int>, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {
+                    try __ctx.select(Self.self, Strata.RecordQuery.all.then(id), limit: __limit, order: __order)
                 }
-                public static func select(in ctx: Strata.TransactionContext, id: Int, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {
-                    try ctx.select(Self.self, Strata.RecordQuery.all.equal(id), limit: limit, order: order)
+                static func select(in __ctx: Strata.TransactionContext, id: Int, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {
+                    try __ctx.select(Self.self, Strata.RecordQuery.all.equal(id), limit: __limit, order: __order)
                 }
-                public static func count(in ctx: Strata.TransactionContext, id: Strata.Comparison<Int>) throws -> Int {
-                    try ctx.count(Self.self, Strata.RecordQuery.all.then(id))
+                static func count(in __ctx: Strata.TransactionContext, id: Strata.Comparison<Int>) throws -> Int {
+                    try __ctx.count(Self.self, Strata.RecordQuery.all.then(id))
                 }
-                public static func count(in ctx: Strata.TransactionContext, id: Int) throws -> Int {
-                    try ctx.count(Self.self, Strata.RecordQuery.all.equal(id))
+                static func count(in __ctx: Strata.TransactionContext, id: Int) throws -> Int {
+                    try __ctx.count(Self.self, Strata.RecordQuery.all.equal(id))
                 }
                 @discardableResult
-                public static func delete(in ctx: Strata.TransactionContext, id: Int) throws -> Int {
-                    try ctx.delete(Self.self, Strata.RecordQuery.all.equal(id))
+                static func delete(in __ctx: Strata.TransactionContext, id: Int) throws -> Int {
+                    try __ctx.delete(Self.self, Strata.RecordQuery.all.equal(id))
                 }
             }
             """,
@@ -73,21 +73,21 @@ final class ExpansionTests: XCTestCase {
             """)
         let lines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         // Key in the attribute's order, whatever the declaration order.
-        XCTAssert(lines.contains(#"public static let recordType = Strata.RecordType(keyspace: "Person", version: \#(versionOf(source)), key: [("lastName", String.self), ("firstName", String.self)])"#))
+        XCTAssert(lines.contains(#"static let recordType = Strata.RecordType(keyspace: "Person", version: \#(versionOf(source)), key: [("lastName", String.self), ("firstName", String.self)])"#))
         XCTAssertEqual(lines.filter { $0.hasPrefix("key.append") }, ["key.append(self.lastName)", "key.append(self.firstName)"])
         XCTAssertEqual(lines.filter { $0.hasPrefix("self.") && $0.contains("key.read") }, ["self.lastName = try key.read(String.self)", "self.firstName = try key.read(String.self)"])
         // Fields: stored properties that are not key, in declaration order; static, computed and `let x = v` left out.
         XCTAssertEqual(lines.filter { $0.hasPrefix("fields.write") }, ["fields.write(self.tags)", "fields.write(self.email)", "fields.write(self.born)"])
         XCTAssertEqual(lines.filter { $0.contains("fields.read") }, ["self.tags = try fields.read([String: Int].self)", "self.email = try fields.read(String?.self)", "self.born = try fields.read(Date.self)"])
         // Every prefix: select and count with a comparison or a value on its last component.
-        XCTAssert(lines.contains("public static func select(in ctx: Strata.TransactionContext, lastName: String, firstName: Strata.Comparison<String>, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {"))
-        XCTAssert(lines.contains("try ctx.select(Self.self, Strata.RecordQuery.all.equal(lastName).then(firstName), limit: limit, order: order)"))
-        XCTAssert(lines.contains("public static func select(in ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self] {"))
-        XCTAssert(lines.contains("public static func delete(in ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Int {"))
-        XCTAssert(lines.contains("public static func count(in ctx: Strata.TransactionContext, lastName: String) throws -> Int {"))
+        XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, lastName: String, firstName: Strata.Comparison<String>, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {"))
+        XCTAssert(lines.contains("try __ctx.select(Self.self, Strata.RecordQuery.all.equal(lastName).then(firstName), limit: __limit, order: __order)"))
+        XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {"))
+        XCTAssert(lines.contains("static func delete(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Int {"))
+        XCTAssert(lines.contains("static func count(in __ctx: Strata.TransactionContext, lastName: String) throws -> Int {"))
         // Invalid shapes are unavailable with a message saying what to do.
         XCTAssertEqual(lines.filter { $0.hasPrefix("@available(*, unavailable") }.count, 4)
-        XCTAssert(lines.contains { $0.hasPrefix("public static func select(in ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, firstName: String, limit: Int? = nil, order: Strata.Order = .ascending) throws -> [Self]") })
+        XCTAssert(lines.contains { $0.hasPrefix("static func select(in __ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, firstName: String, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self]") })
     }
 
     func versionOf(_ source: String) -> String {
@@ -107,6 +107,18 @@ final class ExpansionTests: XCTestCase {
         let lines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         XCTAssert(lines.contains("self.x = try key.read(Int.self)") && lines.contains("self.y = try key.read(Int.self)"))
         XCTAssertEqual(lines.filter { $0.contains("fields.read") }, ["self.label = try fields.read(String?.self)", "self.note = try fields.read(String?.self)"])
+    }
+
+    func testAPublicStructGetsPublicMembers() {
+        let source = expanded("""
+            @IndexKeyRecord("id")
+            public struct Tag {
+                public let id: Int
+            }
+            """)
+        XCTAssert(source.contains("public static let recordType"))
+        XCTAssert(source.contains("public init(key: inout StrataKeyCodec.KeyReader"))
+        XCTAssert(source.contains("public static func select(in __ctx: Strata.TransactionContext, id: Int"))
     }
 
     func testExplicitKeyspaceAndVersion() {
@@ -142,6 +154,9 @@ final class ExpansionTests: XCTestCase {
              "stored property 'label' needs a type annotation to be part of a record", 4, 9),
             ("@IndexKeyRecord(\"display\")\nstruct Tag {\n    let id: Int\n    var display: String { \"\\(id)\" }\n}",
              "'display' is not a stored property of Tag", 1, 17),
+            ("@IndexKeyRecord(\"id\")\nstruct Box<T> {\n    let id: Int\n}", "@IndexKeyRecord does not support generic structs", 2, 11),
+            ("@IndexKeyRecord(\"id\")\nstruct Tag {\n    let id: Int\n    #if os(Linux)\n    var note: String = \"\"\n    #endif\n}",
+             "@IndexKeyRecord cannot see properties inside #if; declare them unconditionally", 4, 5),
         ]
         for c in cases {
             // The declaration stays as written, without the attribute.

@@ -32,6 +32,14 @@ struct Point {
     var label, note: String?
 }
 
+/// Key properties named like the generated methods' own parameters.
+@IndexKeyRecord("limit", "order")
+struct Tier {
+    let limit: Int
+    let order: String
+    var ctx: String
+}
+
 enum Outer {
     /// A record nested in another type, with an explicit keyspace and version.
     @IndexKeyRecord("code", keyspace: "countries", version: 7)
@@ -126,6 +134,20 @@ struct MacroRecordTests {
         try store.withTransaction { ctx in try ctx.insert(Point(x: 1, y: 2, label: "a", note: nil)) }
         let points = try store.withReadTransaction { ctx in try Point.select(in: ctx, x: 1, y: .greaterThan(0)) }
         #expect(points.count == 1 && points[0].y == 2 && points[0].label == "a" && points[0].note == nil)
+        try store.close()
+    }
+
+    @Test("key properties named limit and order, a field named ctx")
+    func collidingNames() throws {
+        let store = try Store(.memory)
+        try store.withTransaction { ctx in
+            try ctx.insert(Tier(limit: 1, order: "a", ctx: "x"))
+            try ctx.insert(Tier(limit: 2, order: "b", ctx: "y"))
+        }
+        let tiers = try store.withReadTransaction { ctx in try Tier.select(in: ctx, limit: .greaterThan(0), limit: 1, order: .descending) }
+        #expect(tiers.map(\.ctx) == ["y"])
+        let one = try store.withReadTransaction { ctx in try Tier.select(in: ctx, limit: 1, order: "a") }
+        #expect(one.map(\.ctx) == ["x"])
         try store.close()
     }
 

@@ -166,6 +166,21 @@ struct StoreTests {
         }
     }
 
+    @Test("a Codable field that cannot be encoded refuses the insert; nothing is stored", arguments: StoreKind.allCases)
+    func unencodableField(kind: StoreKind) throws {
+        try withStore(kind) { store, _ in
+            let bad = Reading(sensor: 9, time: Date(timeIntervalSinceReferenceDate: 0), value: 1, calibration: .init(offset: .nan, note: "NaN"))
+            #expect {
+                try store.withTransaction { ctx in try ctx.insert(bad) }
+            } throws: { error in
+                guard case RecordError.unencodableField(let type, _) = error else { return false }
+                return type == "Reading"
+            }
+            let stored = try store.withReadTransaction { (ctx: TransactionContext) throws in try Reading.count(in: ctx) }
+            #expect(stored == 0)
+        }
+    }
+
     @Test("a key over the engine limit is refused naming the type", arguments: StoreKind.allCases)
     func keyTooLarge(kind: StoreKind) throws {
         try withStore(kind) { store, _ in
@@ -187,6 +202,11 @@ struct StoreTests {
                     try Person.select(in: ctx, RecordQuery.all.equal("a").equal("b").equal("c"))
                 }
                 #expect(throws: RecordError.readOnlyTransaction) { try ctx.insert(people[0]) }
+                let comparisonFirst = RecordError.invalidQuery(type: "Person", detail: "only the last key component of a query may be a comparison")
+                #expect(throws: comparisonFirst) { try Person.select(in: ctx, RecordQuery.all.then(Comparison<String>.lessThan("D")).equal("K")) }
+                #expect(throws: comparisonFirst) {
+                    try Person.count(in: ctx, RecordQuery.all.then(Comparison<String>.lessThan("D")).then(Comparison<String>.lessThan("K")))
+                }
             }
         }
     }

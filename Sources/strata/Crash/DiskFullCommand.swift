@@ -39,6 +39,14 @@ struct DiskFull: ParsableCommand {
         guard case .diskFull = failure else { throw ValidationError("expected diskFull, got \(failure.map { "\($0)" } ?? "no error")") }
         say("disk full after \(committed) transactions: \(failure!)")
         try verify(committed, "after the disk filled")
+        // A retry while the disk is still full fails the same way (LevelDB's reopen needs space,
+        // so its reads fail too until space returns).
+        do {
+            try commit(committed)
+            throw ValidationError("a write succeeded on a full disk")
+        } catch let error as EngineError {
+            guard case .diskFull = error else { throw ValidationError("retry on a full disk: expected diskFull, got \(error)") }
+        }
         try FileManager.default.removeItem(atPath: filler)
         // Space is back: the same store instance writes again.
         var after = 0
