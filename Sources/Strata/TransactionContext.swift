@@ -36,6 +36,8 @@ public final class TransactionContext {
         fieldWriter.writeVarint(UInt64(R.recordType.version))
         record.writeFields(to: &fieldWriter)
         if let failure = fieldWriter.failure { throw RecordError.unencodableField(type: "\(R.self)", detail: failure) }
+        let checksum = key.withUnsafeBytes { k in fieldWriter.bytes.withUnsafeBytes { RecordChecksum.of(key: k, value: $0) } }
+        withUnsafeBytes(of: checksum.littleEndian) { fieldWriter.writeRaw($0) }
         try key.withUnsafeBytes { k in try fieldWriter.bytes.withUnsafeBytes { try writer.put($0, forKey: k) } }
     }
 
@@ -186,8 +188,17 @@ public final class TransactionContext {
         guard key.count >= prefixLength else {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: shorter than the keyspace prefix")
         }
+        // The last 4 bytes are the checksum over key and value: damaged bytes never reach the decoders.
+        guard value.count >= 4 else {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(value.count) bytes, too short for a record")
+        }
+        let body = UnsafeRawBufferPointer(rebasing: value[..<(value.count - 4)])
+        let stored = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: value.count - 4, as: UInt32.self))
+        guard RecordChecksum.of(key: key, value: body) == stored else {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "checksum mismatch: the stored key or value bytes were changed")
+        }
         var keyReader = KeyReader(UnsafeRawBufferPointer(rebasing: key[prefixLength...]))
-        var fields = FieldReader(value)
+        var fields = FieldReader(body)
         do {
             let version = try fields.readVarint()
             let current = R.recordType.version

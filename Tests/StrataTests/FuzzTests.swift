@@ -1,5 +1,5 @@
 import Foundation
-import Strata
+@testable import Strata
 import StrataConformance
 import StrataEngine
 import StrataKeyCodec
@@ -30,7 +30,7 @@ struct FuzzTests {
     @Test("random keys and values in the Person and Reading keyspaces")
     func fuzz() throws {
         var random = SeededRandom(seed: Self.seed)
-        var decoded = 0, refused = 0
+        var decoded = 0, refused = 0, refusedByDecoder = 0
         let batches = max(1, Self.iterations / 100)
         for _ in 0..<batches {
             let engine = MemoryEngine()
@@ -45,8 +45,16 @@ struct FuzzTests {
                     let personKey = KeyCodec.encode("Person") + Self.bytes(&random, max: 24)
                     let readingKey = KeyCodec.encode("Reading") + Self.bytes(&random, max: 24)
                     guard (1...511).contains(personKey.count), (1...511).contains(readingKey.count) else { continue }
-                    try tx.put(Self.value(&random, version: 1), forKey: personKey)
-                    try tx.put(Self.value(&random, version: 1), forKey: readingKey)
+                    // Half the values carry a valid checksum, so that the field decoders see the
+                    // random bytes; the others must be refused by the checksum.
+                    for key in [personKey, readingKey] {
+                        var value = Self.value(&random, version: 1)
+                        if Bool.random(using: &random) {
+                            let checksum = key.withUnsafeBytes { k in value.withUnsafeBytes { RecordChecksum.of(key: k, value: $0) } }
+                            value += withUnsafeBytes(of: checksum.littleEndian) { Array($0) }
+                        }
+                        try tx.put(value, forKey: key)
+                    }
                 }
             }
             let keys = try engine.read { tx in try tx.keys() }
@@ -56,7 +64,9 @@ struct FuzzTests {
                     for result in [Self.fetchOne(ctx, Person.self, k), Self.fetchOne(ctx, Reading.self, k)] {
                         switch result {
                         case .decoded: decoded += 1
-                        case .refused: refused += 1
+                        case .refused(let byDecoder):
+                            refused += 1
+                            if byDecoder { refusedByDecoder += 1 }
                         case .other(let error): Issue.record("not a RecordError for key \(k): \(error)")
                         case .none: break
                         }
@@ -65,10 +75,13 @@ struct FuzzTests {
             }
             try store.close()
         }
-        #expect(decoded > 0 && refused > 0, "decoded \(decoded), refused \(refused)")
+        // The valid records decode; random bytes behind a valid checksum reach the field decoders,
+        // which refuse them with typed errors (not the checksum).
+        #expect(decoded >= 2 * batches && refused > 0 && refusedByDecoder > 0,
+                "decoded \(decoded), refused \(refused), of them by the decoders \(refusedByDecoder)")
     }
 
-    enum Outcome { case decoded, refused, other(Error), none }
+    enum Outcome { case decoded, refused(byDecoder: Bool), other(Error), none }
 
     /// Reads the record stored at `key` (if it is in `R`'s keyspace) through the record layer.
     static func fetchOne<R: Record>(_ ctx: TransactionContext, _: R.Type, _ key: [UInt8]) -> Outcome {
@@ -77,8 +90,8 @@ struct FuzzTests {
         do {
             _ = try ctx.fetch(R.self) { $0.write(contentsOf: key.dropFirst(prefix.count)) }
             return .decoded
-        } catch is RecordError {
-            return .refused
+        } catch let error as RecordError {
+            return .refused(byDecoder: !"\(error)".contains("checksum mismatch"))
         } catch {
             return .other(error)
         }

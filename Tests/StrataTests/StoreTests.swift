@@ -242,6 +242,39 @@ struct StoreTests {
         try store.close()
     }
 
+    @Test("every flipped bit of a stored value or key is caught; other records still read", arguments: StoreKind.allCases.filter { $0 != .memory })
+    func bitFlips(kind: StoreKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try Store(kind.engine(dir.path))
+        try store.withTransaction { ctx in for p in people { try ctx.insert(p) } }
+        let key = KeyCodec.encode("Person", "Dallas", "Korben")
+        let original = try store.engine.read { tx in try tx.get(key)! }
+        // Every bit of the value, one at a time.
+        for bit in 0..<(original.count * 8) {
+            var damaged = original
+            damaged[bit / 8] ^= 1 << UInt8(bit % 8)
+            try store.engine.write { tx in try tx.put(damaged, forKey: key) }
+            #expect(throws: RecordError.self, "bit \(bit)") {
+                try store.withReadTransaction { ctx in try ctx.fetch(Person.self, RecordQuery.all.equal("Dallas").equal("Korben")) }
+            }
+        }
+        try store.engine.write { tx in try tx.put(original, forKey: key) }
+        // A flipped bit in the key: the record moves to a key its checksum does not cover.
+        var movedKey = key
+        movedKey[movedKey.count - 2] ^= 0x01  // "Korben" -> "Korbeo"
+        try store.engine.write { tx in try tx.put(original, forKey: movedKey) }
+        #expect(throws: RecordError.self) {
+            try store.withReadTransaction { ctx in try ctx.fetch(Person.self, RecordQuery.all.equal("Dallas").equal("Korbeo")) }
+        }
+        let (korben, zorg) = try store.withReadTransaction { (ctx: TransactionContext) throws in
+            (try ctx.fetch(Person.self, RecordQuery.all.equal("Dallas").equal("Korben"))?.age,
+             try ctx.fetch(Person.self, RecordQuery.all.equal("Zorg").equal("Jean-Baptiste"))?.age)
+        }
+        #expect(korben == 45 && zorg == 50)
+        try store.close()
+    }
+
     @Test("async transactions from many tasks")
     func async() async throws {
         let dir = TemporaryDirectory()
