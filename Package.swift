@@ -85,7 +85,7 @@ let package = Package(
         ),
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
-        .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine"]),
+        .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine", "StrataConformance"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataEngine", "StrataKeyCodec", "StrataMemory", "StrataConformance"]),
         .testTarget(
             name: "StrataMacrosPluginTests",

@@ -129,7 +129,7 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
             let connection = try checkOutReader()
             defer { checkIn(connection) }
             let transaction = try SQLiteTransaction(engine: self, connection: connection, writable: false)
-            defer { transaction.end(commit: false) }
+            defer { transaction.rollback() }
             return try body(transaction)
         }
     }
@@ -143,7 +143,7 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
             do {
                 result = try body(transaction)
             } catch {
-                transaction.end(commit: false)
+                transaction.rollback()
                 throw error
             }
             try transaction.commit()

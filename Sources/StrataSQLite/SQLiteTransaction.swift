@@ -31,22 +31,23 @@ final class SQLiteTransaction: KeyValueWriter {
     }
 
     func commit() throws {
-        if let failure { end(commit: false); throw failure }
+        if let failure { rollback(); throw failure }
         guard !ended else { throw EngineError.transactionEnded }
         do {
             try checkStillOpen()
             try connection.execute("COMMIT")
             ended = true
         } catch {
-            end(commit: false)
+            rollback()
             throw error
         }
     }
 
-    func end(commit: Bool) {
+    /// Rolls back (a read transaction ends the same way), unless already ended.
+    func rollback() {
         guard !ended else { return }
         ended = true
-        try? connection.execute(commit ? "COMMIT" : "ROLLBACK")
+        try? connection.execute("ROLLBACK")
     }
 
     // MARK: Reads

@@ -57,29 +57,3 @@ final class BackgroundProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 }
-
-/// Runs `body` on a new thread; `join()` waits for it and rethrows what it threw.
-final class BackgroundThread: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var error: Error?
-
-    init(_ body: @escaping @Sendable () throws -> Void) {
-        Thread { [self] in
-            do { try body() } catch { self.error = error }
-            done.signal()
-        }.start()
-    }
-
-    func join() throws {
-        done.wait()
-        if let error { throw error }
-    }
-}
-
-/// A flag shared between threads.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
-}

@@ -1,4 +1,5 @@
 import Foundation
+@testable import StrataConformance
 import StrataEngine
 import StrataLMDB
 import Testing

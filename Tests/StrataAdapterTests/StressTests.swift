@@ -1,5 +1,5 @@
 import Foundation
-import StrataConformance
+@testable import StrataConformance
 import StrataEngine
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import StrataConformance
 import StrataKeyCodec
 import Testing
 
@@ -11,7 +12,7 @@ struct RandomTests {
 
     /// Checks round-trip, and that bytewise order of encodings agrees with `less` on
     /// neighbouring pairs after sorting by `less` plus random pairs.
-    static func check<C: KeyComponent>(_ values: [C], less: (C, C) -> Bool, same: (C, C) -> Bool, _ type: String, rng: inout SplitMix) {
+    static func check<C: KeyComponent>(_ values: [C], less: (C, C) -> Bool, same: (C, C) -> Bool, _ type: String, rng: inout SeededRandom) {
         var failures = 0
         for value in values where failures < 5 {
             let back = try? decoded(encoded(value), as: C.self)
@@ -30,7 +31,7 @@ struct RandomTests {
 
     /// Random integers over the full range, half of them with a random bit width so that small
     /// magnitudes (1 to 8 bytes) all occur.
-    static func integers<T: FixedWidthInteger>(_: T.Type, _ rng: inout SplitMix) -> [T] {
+    static func integers<T: FixedWidthInteger>(_: T.Type, _ rng: inout SeededRandom) -> [T] {
         (0..<count).map { i in
             let raw = T(truncatingIfNeeded: rng.next())
             return i % 2 == 0 ? raw : raw >> T(Int.random(in: 0..<T.bitWidth, using: &rng))
@@ -39,7 +40,7 @@ struct RandomTests {
 
     @Test("integers of every width, full range")
     func integers() {
-        var rng = SplitMix(state: 1)
+        var rng = SeededRandom(seed: 1)
         Self.check(Self.integers(Int64.self, &rng), less: <, same: ==, "Int64", rng: &rng)
         Self.check(Self.integers(UInt64.self, &rng), less: <, same: ==, "UInt64", rng: &rng)
         Self.check(Self.integers(Int32.self, &rng), less: <, same: ==, "Int32", rng: &rng)
@@ -62,7 +63,7 @@ struct RandomTests {
 
     @Test("doubles and floats from every bit pattern")
     func floats() {
-        var rng = SplitMix(state: 2)
+        var rng = SeededRandom(seed: 2)
         let doubles = (0..<Self.count).map { _ in Double(bitPattern: rng.next()) }
         Self.check(doubles, less: Self.floatLess, same: Self.floatSame, "Double", rng: &rng)
         let floats = (0..<Self.count).map { _ in Float(bitPattern: UInt32(truncatingIfNeeded: rng.next())) }
@@ -72,7 +73,7 @@ struct RandomTests {
     }
 
     /// A string of 0 to 8 scalars drawn from every plane (surrogates excluded), NUL included.
-    static func randomString(_ rng: inout SplitMix) -> String {
+    static func randomString(_ rng: inout SeededRandom) -> String {
         var scalars = String.UnicodeScalarView()
         for _ in 0..<Int.random(in: 0...8, using: &rng) {
             let pick = Int.random(in: 0..<4, using: &rng)
@@ -91,7 +92,7 @@ struct RandomTests {
 
     @Test("strings over all Unicode scalars, byte strings over all bytes")
     func strings() {
-        var rng = SplitMix(state: 3)
+        var rng = SeededRandom(seed: 3)
         let strings = (0..<Self.count).map { _ in Self.randomString(&rng) }
         Self.check(strings, less: Self.scalarLess, same: Self.scalarSame, "String", rng: &rng)
         let bytes = (0..<Self.count).map { _ in
@@ -113,7 +114,7 @@ struct RandomTests {
 
     @Test("composite keys with an optional component in the middle")
     func composites() throws {
-        var rng = SplitMix(state: 4)
+        var rng = SeededRandom(seed: 4)
         let values = (0..<Self.count).map { _ in
             Composite(name: ["", "a", "a\u{0}", "ab", Self.randomString(&rng)].randomElement(using: &rng)!,
                       age: Bool.random(using: &rng) ? nil : Int.random(in: -3...3, using: &rng),

@@ -1,4 +1,5 @@
 import Foundation
+import StrataConformance
 import StrataKeyCodec
 
 /// The bytes of one component.
@@ -26,16 +27,6 @@ func hexBytes(_ text: String) -> [UInt8] {
     text.split(separator: " ").map { UInt8($0, radix: 16)! }
 }
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 enum Suit: String, KeyComponent, CaseIterable { case clubs, diamonds, hearts, spades }
 enum Rank: Int, KeyComponent { case two = 2, ten = 10, ace = 14 }
