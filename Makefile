@@ -3,7 +3,6 @@
 #   make test   installs missing system libraries, runs the whole test suite
 
 SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test deps conformance bench-long crash clean
 
@@ -20,14 +19,22 @@ test: deps
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
 	.build/debug/strata crash-test --engine all --kills 20
 
-# Installs the Debian packages that are missing (apt-get update only when something is).
+# Installs the Debian packages that are missing (apt-get update only when something is): as root
+# directly, otherwise through sudo; without sudo it names the packages to install and stops.
 deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
+	  else \
+	    echo "Strata needs these Debian packages, which are not installed:$$missing"; \
+	    echo "Install them as root, then run make again:  apt-get install$$missing"; \
+	    exit 1; \
+	  fi; \
 	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
 	fi
 
 conformance: deps

@@ -1,11 +1,15 @@
 import Foundation
 
 /// Runs a program to its end; returns its exit status and what it printed (stdout and stderr).
+/// `environment` adds to (or replaces entries of) this process's environment.
 @discardableResult
-func runProgram(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+func runProgram(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe
@@ -17,9 +21,35 @@ func runProgram(_ executable: String, _ arguments: [String]) throws -> (status: 
 
 /// The `strata` tool built beside the test bundle (`swift build --build-tests` builds both).
 let strataTool: String = {
-    let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-    return bundle.appendingPathComponent("strata").path
+    let bundle = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).resolvingSymlinksInPath()
+    return bundle.deletingLastPathComponent().appendingPathComponent("strata").path
 }()
+
+/// A tool a test needs that is not part of Strata, or why it is missing.
+struct MissingTool: Error, CustomStringConvertible {
+    let name: String
+    let package: String
+    var description: String { "`\(name)` is not on PATH: install the Debian package \(package) (`make deps` does)" }
+}
+
+/// The full path of `name` found on PATH, or `nil`.
+func which(_ name: String) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+    for directory in path.split(separator: ":") where !directory.isEmpty {
+        let candidate = "\(directory)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}
+
+/// The full path of `name` on PATH; throws naming the Debian package that provides it.
+func tool(_ name: String, package: String) throws -> String {
+    guard let found = which(name) else { throw MissingTool(name: name, package: package) }
+    return found
+}
+
+/// Whether this process runs as root.
+let runningAsRoot = getuid() == 0
 
 /// A process started in the background, whose output lines can be awaited.
 final class BackgroundProcess: @unchecked Sendable {

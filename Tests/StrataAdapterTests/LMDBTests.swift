@@ -102,7 +102,7 @@ struct LMDBTests {
         let store = try LMDBEngine(path: dir.path)
         try store.write { tx in for i in 0..<1_234 { try tx.put([1], forKey: Self.key(i)) } }
         try store.close()
-        let stat = try runProgram("/usr/bin/mdb_stat", [dir.path])
+        let stat = try runProgram(try tool("mdb_stat", package: "lmdb-utils"), [dir.path])
         #expect(stat.status == 0, "\(stat.output)")
         #expect(stat.output.contains("Entries: 1234"), "\(stat.output)")
     }

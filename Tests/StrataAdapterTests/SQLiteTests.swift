@@ -15,11 +15,11 @@ struct SQLiteTests {
             try tx.put([], forKey: [0xFF, 0x00])
         }
         try store.close()
-        let schema = try runProgram("/usr/bin/sqlite3", [store.file, ".schema kv"])
+        let schema = try runProgram(try tool("sqlite3", package: "sqlite3"), [store.file, ".schema kv"])
         #expect(schema.output.contains("CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"), "\(schema.output)")
-        let rows = try runProgram("/usr/bin/sqlite3", [store.file, "SELECT hex(k), typeof(k), length(v) FROM kv ORDER BY k"])
+        let rows = try runProgram(try tool("sqlite3", package: "sqlite3"), [store.file, "SELECT hex(k), typeof(k), length(v) FROM kv ORDER BY k"])
         #expect(rows.output == "44616C6C6173|blob|6\nFF00|blob|0\n", "\(rows.output)")
-        let mode = try runProgram("/usr/bin/sqlite3", [store.file, "PRAGMA journal_mode"])
+        let mode = try runProgram(try tool("sqlite3", package: "sqlite3"), [store.file, "PRAGMA journal_mode"])
         #expect(mode.output == "wal\n")
     }
 
@@ -28,7 +28,7 @@ struct SQLiteTests {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let file = dir.path + "/data.sqlite"
-        try runProgram("/usr/bin/sqlite3", [file, "CREATE TABLE kv(a INTEGER, b TEXT); INSERT INTO kv VALUES (1, 'x');"])
+        try runProgram(try tool("sqlite3", package: "sqlite3"), [file, "CREATE TABLE kv(a INTEGER, b TEXT); INSERT INTO kv VALUES (1, 'x');"])
         let before = try Data(contentsOf: URL(fileURLWithPath: file))
         #expect(throws: EngineError.notAStore(path: dir.path, reason: "data.sqlite has a different kv table: CREATE TABLE kv(a INTEGER, b TEXT)")) {
             try SQLiteEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
