@@ -3,13 +3,17 @@
 //
 // Layers, bottom to top (each folder is one layer):
 //   Sources/C*            system-library shims for liblmdb, libleveldb, libsqlite3
-//   Sources/StrataEngine  the engine-neutral core: the KeyValueEngine protocol and its contract
-//   Sources/Strata<X>     one adapter per engine, depending only on the core and its C library
+//   Sources/StrataEngine  the engine core: the KeyValueEngine contract, kept once by CoreEngine
+//                         over the storage primitives adapters supply (KeyValueStorage)
+//   Sources/Strata<X>     one adapter per engine (LMDB, LevelDB, SQLite, Memory): primitives only,
+//                         depending on the core and their C library
 //   Sources/StrataKeyCodec the order-preserving codec for typed index keys
-//   Sources/Strata        the record layer: records, Store, typed queries
+//   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter)
 //   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin, swift-syntax)
+//   Sources/Strata        the one import: records, the macro and every bundled engine
+//   Sources/StrataBundledEngines the one list of bundled engines (CLI, benchmark, tests)
 //   Conformance/          the test kit every engine must pass (a library product)
-//   Sources/strata        the command-line tool (demo, conformance runner)
+//   Sources/strata        the command-line tool (demo, benchmark, conformance runner; no macro)
 import CompilerPluginSupport
 import PackageDescription
 
@@ -23,8 +27,10 @@ let package = Package(
         .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
         .library(name: "StrataMemory", targets: ["StrataMemory"]),
         .library(name: "StrataKeyCodec", targets: ["StrataKeyCodec"]),
-        .library(name: "Strata", targets: ["Strata"]),
+        .library(name: "StrataRecords", targets: ["StrataRecords"]),
         .library(name: "StrataMacros", targets: ["StrataMacros"]),
+        .library(name: "StrataBundledEngines", targets: ["StrataBundledEngines"]),
+        .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .executable(name: "strata", targets: ["strata"]),
     ],
@@ -51,8 +57,9 @@ let package = Package(
         // The order-preserving key codec. Uses the core's KeyRange type; no engine.
         .target(name: "StrataKeyCodec", dependencies: ["StrataEngine"], exclude: ["KeyEncoding.md"]),
 
-        // The record layer: records, Store (engine picked at init), typed queries.
-        .target(name: "Strata", dependencies: ["StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory"]),
+        // The record layer: records, Store (engine picked at init), typed queries. No adapter:
+        // each engine's `Store(.x(…))` choice comes with its adapter module.
+        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec"]),
 
         // The @IndexKeyRecord macro: the compiler plugin, and the library that declares it.
         .macro(
@@ -62,7 +69,14 @@ let package = Package(
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ]
         ),
-        .target(name: "StrataMacros", dependencies: ["Strata", "StrataMacrosPlugin"]),
+        .target(name: "StrataMacros", dependencies: ["StrataRecords", "StrataMacrosPlugin"]),
+
+        // The list of bundled engines, and the one import that brings everything.
+        .target(name: "StrataBundledEngines", dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory"]),
+        .target(
+            name: "Strata",
+            dependencies: ["StrataRecords", "StrataMacros", "StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory"]
+        ),
 
         // The conformance test kit: depends on the core only.
         .target(name: "StrataConformance", dependencies: ["StrataEngine"], path: "Conformance", exclude: ["README.md"]),
@@ -78,23 +92,23 @@ let package = Package(
         .executableTarget(
             name: "strata",
             dependencies: [
-                "Strata", "StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory",
-                "StrataConformance", "CRawBench", "CAllocationCounter",
+                "StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory",
+                "StrataBundledEngines", "StrataConformance", "CRawBench", "CAllocationCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine", "StrataConformance"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataEngine", "StrataKeyCodec", "StrataMemory", "StrataConformance"]),
+        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance"]),
         .testTarget(
             name: "StrataMacrosPluginTests",
             dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
         ),
-        .testTarget(name: "StrataMacrosTests", dependencies: ["StrataMacros"]),
+        .testTarget(name: "StrataMacrosTests", dependencies: ["Strata"]),
         .testTarget(
             name: "StrataAdapterTests",
-            dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "CLMDB"]
+            dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataBundledEngines", "StrataConformance", "CLMDB"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -4,30 +4,61 @@ import StrataEngine
 /// An engine to check: how to open a store of it in a directory.
 ///
 /// ```swift
-/// let subject = EngineUnderTest(name: "lmdb", capabilities: [.persistent, .multiProcess]) { dir, options in
-///     try LMDBEngine(path: dir, options: options)
+/// let subject = EngineUnderTest(name: "mine") { directory, options in
+///     try MyEngine(path: directory, options: options)
 /// }
 /// let report = ConformanceSuite.run(subject)
 /// precondition(report.failures.isEmpty, report.description)
 /// ```
-public struct EngineUnderTest: Sendable {
+///
+/// The capabilities and limits checked are the ones the engine itself declares (read from an
+/// instance opened once in a scratch directory): the suite's cross-check cases then hold the
+/// declaration to the engine's behaviour.
+public struct EngineUnderTest: Sendable, CustomStringConvertible {
     public let name: String
     /// The capabilities the engine declares; cases that need one it lacks are skipped and
     /// listed as such (only things an engine may legitimately lack are capabilities).
     public let capabilities: EngineCapabilities
+    /// The limits the engine declares.
+    public let limits: EngineLimits
     /// Opens a store in `directory` with `options`. Each case gets a fresh, empty directory
     /// (it exists and is empty when the case begins); an engine that keeps nothing on disk
     /// may ignore it.
     public let open: @Sendable (_ directory: String, _ options: EngineOptions) throws -> any KeyValueEngine
 
+    /// Opens one instance in a scratch directory to read its declaration; throws when that fails.
     public init(
-        name: String, capabilities: EngineCapabilities,
+        name: String,
+        open: @escaping @Sendable (_ directory: String, _ options: EngineOptions) throws -> any KeyValueEngine
+    ) throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("strata-declaration-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let probe = try open(scratch, EngineOptions())
+        self.init(name: name, capabilities: probe.capabilities, limits: probe.limits, open: open)
+        try probe.close()
+    }
+
+    /// An engine of a known kind, with the capabilities and limits its kind declares.
+    public init(_ kind: EngineKind) {
+        self.init(name: kind.name, capabilities: kind.declaration.capabilities, limits: kind.declaration.limits) { directory, options in
+            try kind.open(directory, options)
+        }
+    }
+
+    /// An engine described by hand. The suite's cross-check cases catch a description that
+    /// does not match the engine's behaviour; prefer the initializers that read the declaration.
+    public init(
+        name: String, capabilities: EngineCapabilities, limits: EngineLimits = EngineLimits(),
         open: @escaping @Sendable (_ directory: String, _ options: EngineOptions) throws -> any KeyValueEngine
     ) {
         self.name = name
         self.capabilities = capabilities
+        self.limits = limits
         self.open = open
     }
+
+    public var description: String { name }
 }
 
 /// One named behaviour of the contract.

@@ -8,6 +8,12 @@ public enum EngineError: Error, Sendable, Hashable, CustomStringConvertible {
     case emptyKey
     /// A key longer than ``KeyLimits/maxKeyLength``.
     case keyTooLarge(length: Int, limit: Int)
+    /// A value longer than the engine's ``EngineLimits/maxValueLength``. Nothing was written.
+    case valueTooLarge(length: Int, limit: Int)
+    /// A write would take the transaction past the engine's ``EngineLimits/maxOperationsPerTransaction``
+    /// or ``EngineLimits/maxBytesPerTransaction`` (`what` says which). The write did not happen;
+    /// split the work into several transactions.
+    case transactionTooLarge(what: String, limit: Int)
     /// The store was closed.
     case closed
     /// A transaction (or `close()`) was started inside a transaction on the same store.
@@ -48,6 +54,8 @@ public enum EngineError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .emptyKey: return "empty key: keys are 1...\(KeyLimits.maxKeyLength) bytes"
         case let .keyTooLarge(length, limit): return "key too large: \(length) bytes, the limit is \(limit)"
+        case let .valueTooLarge(length, limit): return "value too large: \(length) bytes, the limit is \(limit)"
+        case let .transactionTooLarge(what, limit): return "transaction too large: more than \(limit) \(what) in one transaction"
         case .closed: return "the store is closed"
         case .nestedTransaction: return "a transaction cannot be started inside another transaction on the same store"
         case .transactionEnded: return "the transaction was used after its closure returned"

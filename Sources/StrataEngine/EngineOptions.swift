@@ -30,9 +30,14 @@ public enum Durability: Sendable, Hashable {
 public struct EngineOptions: Sendable, Hashable {
     public var mode: OpenMode
     public var durability: Durability
+    /// How long a primitive may block on I/O that another party holds up (another process's
+    /// write lock, a network round trip) before it gives up with an error. Default: 60 s.
+    /// Waiting for another writer of the same process is not bounded by it.
+    public var timeout: Duration
 
-    public init(mode: OpenMode = .create, durability: Durability = .full) {
+    public init(mode: OpenMode = .create, durability: Durability = .full, timeout: Duration = .seconds(60)) {
         self.mode = mode
         self.durability = durability
+        self.timeout = timeout
     }
 }

@@ -25,6 +25,9 @@
 /// - **Lifecycle**: `close()` waits for running transactions, then releases the store; any use
 ///   afterwards throws ``EngineError/closed``. Closing twice is harmless.
 ///
+/// Adapters of storage libraries implement the narrower ``KeyValueStorage`` primitives and let
+/// ``CoreEngine`` keep this contract; an engine may also implement this protocol whole.
+///
 /// Implementations are classes that are safe to share between threads and tasks.
 /// Transaction bodies are synchronous: a transaction begins, runs and ends on one thread.
 /// Use ``KeyValueEngine/read(_:)-async`` and ``KeyValueEngine/write(_:)-async`` from async code;
@@ -35,6 +38,9 @@ public protocol KeyValueEngine: AnyObject, Sendable {
 
     /// What this engine can legitimately lack; see ``EngineCapabilities``.
     var capabilities: EngineCapabilities { get }
+
+    /// The sizes this engine enforces. Defaults to 511-byte keys and nothing else.
+    var limits: EngineLimits { get }
 
     /// Runs `body` in a read-only transaction that sees one snapshot of the store.
     func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R
@@ -55,6 +61,10 @@ public protocol KeyValueEngine: AnyObject, Sendable {
     /// Waits for running transactions to end, then releases the store. Later calls throw
     /// ``EngineError/closed``; a second `close()` does nothing.
     func close() throws
+}
+
+extension KeyValueEngine {
+    public var limits: EngineLimits { EngineLimits() }
 }
 
 /// The operations of a read transaction. Also the read half of a write transaction.

@@ -24,39 +24,63 @@ public struct LMDBOptions: Sendable, Hashable {
 /// The store is a directory holding LMDB's `data.mdb` and `lock.mdb`. Several processes may
 /// share it. Opened with `MDB_NOTLS` (read transactions are not tied to threads) and never
 /// with `MDB_WRITEMAP` (a full disk would then kill the process with SIGBUS).
-public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
-    public let engineName = "lmdb"
-    public let capabilities: EngineCapabilities = [.persistent, .multiProcess]
+public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
+    public static let declaration = EngineDeclaration(
+        name: "lmdb", capabilities: [.persistent, .multiProcess],
+        // MDB_val sizes are size_t, but a value must fit in the map: LMDB's own bound is 32 bits.
+        limits: EngineLimits(maxValueLength: Int(UInt32.max)),
+        marker: "data.mdb")
+
+    public let core: CoreEngine
     /// The store's directory.
     public let path: String
-    public let options: EngineOptions
+    public var options: EngineOptions { core.options }
     public let lmdbOptions: LMDBOptions
+    private let storage: LMDBStorage
 
-    let gate = TransactionGate()
+    /// Opens (or creates, with `.create`) the LMDB store in the directory at `path`.
+    public init(path: String, options: EngineOptions = EngineOptions(), lmdb: LMDBOptions = LMDBOptions()) throws {
+        self.path = path
+        self.lmdbOptions = lmdb
+        var opened: LMDBStorage?
+        core = try CoreEngine(declaration: Self.declaration, path: path, options: options) { context in
+            let storage = try LMDBStorage(path: path, context: context, lmdb: lmdb)
+            opened = storage
+            return storage
+        }
+        storage = opened!
+    }
+
+    /// The current size of the memory map in bytes (grows when writes fill it).
+    public var mapSize: Int { storage.mapSize }
+}
+
+/// The LMDB environment and its main database.
+final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
+    let path: String
+    let options: EngineOptions
+    let lmdbOptions: LMDBOptions
+    private let services: StorageServices
     private var env: OpaquePointer?
     /// Set when LMDB could not remap the file after a map size change: the environment has no
     /// map any more, so every later transaction fails with this error (close still works).
     private var unusable: EngineError?
     private(set) var dbi: MDB_dbi = 0
-    private let canonicalPath: String
 
-    /// Opens (or creates, with `.create`) the LMDB store in the directory at `path`.
-    public init(path: String, options: EngineOptions = EngineOptions(), lmdb: LMDBOptions = LMDBOptions()) throws {
+    init(path: String, context: StorageContext, lmdb: LMDBOptions) throws {
         self.path = path
-        self.options = options
+        self.options = context.options
         self.lmdbOptions = lmdb
-        try StoreDirectory.prepare(path, marker: "data.mdb", mode: options.mode)
+        services = context.services
         let dataFile = (path as NSString).appendingPathComponent("data.mdb")
         if FileManager.default.fileExists(atPath: dataFile) {
             try LMDBFileCheck.validate(dataFile, storePath: path)
         }
-        canonicalPath = try OpenPathRegistry.claim(path)
         do {
             try open()
         } catch {
             if let env { mdb_env_close(env) }
             env = nil
-            OpenPathRegistry.release(canonicalPath)
             throw error
         }
     }
@@ -86,55 +110,31 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
 
     deinit {
         if let env { mdb_env_close(env) }
-        if env != nil { OpenPathRegistry.release(canonicalPath) }
     }
 
-    /// The current size of the memory map in bytes (grows when writes fill it).
-    public var mapSize: Int {
+    func close() throws {
+        if let env { mdb_env_close(env) }
+        env = nil
+    }
+
+    /// The current size of the memory map in bytes.
+    var mapSize: Int {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
     }
 
-    public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
-        while true {
-            do {
-                return try gate.withRead {
-                    let txn = try beginTransaction(readOnly: true)
-                    let transaction = LMDBTransaction(engine: self, txn: txn, writable: false)
-                    defer { transaction.abort() }
-                    return try body(transaction)
-                }
-            } catch is MapResizedByAnotherProcess {
-                // Thrown before `body` ran. Adopt the new size as the writer would, then retry.
-                try gate.withWrite { try setMapSize(0, "adopting a map grown by another process") }
-            }
+    func beginRead() throws -> any StorageReadTransaction {
+        do {
+            return LMDBTransaction(storage: self, txn: try beginTransaction(readOnly: true), writable: false)
+        } catch is MapResizedByAnotherProcess {
+            // Adopt the new size as the writer would, alone, then begin again.
+            throw StorageNeedsExclusiveAccess { try self.setMapSize(0, "adopting a map grown by another process") }
         }
     }
 
-    public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
-        if options.mode == .readOnly { throw EngineError.readOnly(path: path) }
-        return try gate.withWrite {
-            let txn = try beginTransaction(readOnly: false)
-            let transaction = LMDBTransaction(engine: self, txn: txn, writable: true)
-            let result: R
-            do {
-                result = try body(transaction)
-            } catch {
-                transaction.abort()
-                throw error
-            }
-            try transaction.commit()
-            return result
-        }
-    }
-
-    public func close() throws {
-        try gate.close {
-            if let env { mdb_env_close(env) }
-            env = nil
-            OpenPathRegistry.release(canonicalPath)
-        }
+    func beginWrite() throws -> any StorageWriteTransaction {
+        LMDBTransaction(storage: self, txn: try beginTransaction(readOnly: false), writable: true)
     }
 
     /// Begins an LMDB transaction, adopting a map grown by another process when LMDB asks.
@@ -148,9 +148,9 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
             case MDB_READERS_FULL: throw EngineError.readersFull(limit: lmdbOptions.maxReaders)
             case MDB_MAP_RESIZED where !readOnly:
                 // Another process grew the map: adopt its size while no reader here holds a pointer.
-                try setMapSize(0, "adopting a map grown by another process")
+                try services.withReadersDrained { try setMapSize(0, "adopting a map grown by another process") }
             case MDB_MAP_RESIZED:
-                // A reader cannot drain the other readers from inside the gate: `read` retries.
+                // A reader cannot drain the other readers: the core does it and begins again.
                 throw MapResizedByAnotherProcess()
             default:
                 throw lmdbError(rc, readOnly ? "beginning a read transaction" : "beginning a write transaction", path: path)
@@ -171,23 +171,34 @@ public final class LMDBEngine: KeyValueEngine, @unchecked Sendable {
     func growMap(toAtLeast minimum: Int) throws {
         var size = mapSize
         while size < minimum { size *= 2 }
-        try setMapSize(size, "growing the map to \(size) bytes")
+        try services.withReadersDrained { try setMapSize(size, "growing the map to \(size) bytes") }
     }
 
-    /// Changes the map size (0: adopt the size another process set) with no reader of this
-    /// process inside a transaction. LMDB unmaps before it maps again, so a failure leaves the
-    /// environment without a map: the engine is then marked unusable rather than left to crash.
+    /// Changes the map size (0: adopt the size another process set); the caller makes sure no
+    /// reader of this process is inside a transaction. LMDB unmaps before it maps again, so a
+    /// failure leaves the environment without a map: the storage is then marked unusable rather
+    /// than left to crash.
     private func setMapSize(_ size: Int, _ operation: String) throws {
-        try gate.withReadersDrained {
-            let rc = mdb_env_set_mapsize(env, size)
-            if rc != MDB_SUCCESS {
-                let error = lmdbError(rc, operation, path: path)
-                unusable = .engineFailure(engine: "LMDB", code: Int(rc), message: "the map could not be remapped; close and reopen the store (\(error))", operation: operation)
-                throw error
-            }
+        let rc = mdb_env_set_mapsize(env, size)
+        if rc != MDB_SUCCESS {
+            let error = lmdbError(rc, operation, path: path)
+            unusable = .engineFailure(engine: "LMDB", code: Int(rc), message: "the map could not be remapped; close and reopen the store (\(error))", operation: operation)
+            throw error
         }
     }
 }
 
-/// Signals `read` to adopt a map another process grew; never escapes the adapter.
+/// Signals `beginRead` to have a map another process grew adopted; never escapes the adapter.
 private struct MapResizedByAnotherProcess: Error {}
+
+extension EngineConfiguration {
+    /// LMDB in the directory at `path`; see ``LMDBEngine``.
+    public static func lmdb(path: String, options: LMDBOptions = LMDBOptions()) -> EngineConfiguration {
+        EngineConfiguration(name: "lmdb", path: path) { try LMDBEngine(path: path, options: $0, lmdb: options) }
+    }
+}
+
+extension EngineKind {
+    /// LMDB with default options.
+    public static let lmdb = EngineKind(declaration: LMDBEngine.declaration) { .lmdb(path: $0) }
+}

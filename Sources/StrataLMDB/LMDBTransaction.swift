@@ -2,63 +2,42 @@ import CLMDB
 import Foundation
 import StrataEngine
 
-/// A read or write transaction of an ``LMDBEngine``. Valid only inside the closure it is lent to.
-final class LMDBTransaction: KeyValueWriter {
-    private unowned let engine: LMDBEngine
+/// A read or write transaction of LMDB storage.
+final class LMDBTransaction: StorageWriteTransaction {
+    private unowned let storage: LMDBStorage
     private var txn: OpaquePointer?
-    private let writable: Bool
-    /// Closures currently holding bytes borrowed from this transaction.
-    private var lent = 0
     /// Every write so far, for replay after growing a full map.
     private let log = WriteLog()
-    /// Set when an engine failure broke the transaction: it can only roll back now.
-    private var failure: EngineError?
-
     /// The LMDB transaction id the body's reads belong to.
     private let txnID: Int
 
-    init(engine: LMDBEngine, txn: OpaquePointer, writable: Bool) {
-        self.engine = engine
+    init(storage: LMDBStorage, txn: OpaquePointer, writable: Bool) {
+        self.storage = storage
         self.txn = txn
-        self.writable = writable
         txnID = mdb_txn_id(txn)
     }
 
     // MARK: Reads
 
-    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        try KeyLimits.validate(key)
-        let txn = try live()
+    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws {
         var k = MDB_val(key), v = MDB_val()
-        let rc = mdb_get(txn, engine.dbi, &k, &v)
-        if rc != MDB_NOTFOUND { try check(rc, "reading a key", path: engine.path) }
-        lent += 1  // also for a missing key: the body's writes are refused the same way on every engine
-        defer { lent -= 1 }
-        return try body(rc == MDB_NOTFOUND ? nil : v.buffer)
+        let rc = mdb_get(txn, storage.dbi, &k, &v)
+        if rc == MDB_NOTFOUND { return body(nil) }
+        try check(rc, "reading a key", path: storage.path)
+        body(v.buffer)
     }
 
-    func scan(
-        _ range: KeyRange, reverse: Bool, limit: Int?,
-        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
-    ) throws {
-        let txn = try live()
-        try KeyLimits.validate(limit: limit)
-        guard limit != 0, let range = range.resolved() else { return }
-        let cursor = try openCursor(txn)
+    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
+        let cursor = try openCursor()
         defer { mdb_cursor_close(cursor) }
-        lent += 1
-        defer { lent -= 1 }
         var k = MDB_val(), v = MDB_val()
         var rc = reverse ? seekLast(cursor, range, &k, &v) : seekFirst(cursor, range, &k, &v)
-        var visited = 0
         while rc == MDB_SUCCESS {
             if reverse ? !range.isAtOrAboveLower(k.buffer) : !range.isAtOrBelowUpper(k.buffer) { return }
-            guard try visit(k.buffer, v.buffer) else { return }
-            visited += 1
-            if let limit, visited >= limit { return }
+            guard visit(k.buffer, v.buffer) else { return }
             rc = mdb_cursor_get(cursor, &k, &v, reverse ? MDB_PREV : MDB_NEXT)
         }
-        if rc != MDB_NOTFOUND { try check(rc, "scanning", path: engine.path) }
+        if rc != MDB_NOTFOUND { try check(rc, "scanning", path: storage.path) }
     }
 
     /// Positions on the first key at or above the range's lower bound.
@@ -89,30 +68,25 @@ final class LMDBTransaction: KeyValueWriter {
         return mdb_cursor_get(cursor, &k, &v, MDB_PREV)
     }
 
-    private func openCursor(_ txn: OpaquePointer) throws(EngineError) -> OpaquePointer {
+    private func openCursor() throws(EngineError) -> OpaquePointer {
         var cursor: OpaquePointer?
-        try check(mdb_cursor_open(txn, engine.dbi, &cursor), "opening a cursor", path: engine.path)
+        try check(mdb_cursor_open(txn, storage.dbi, &cursor), "opening a cursor", path: storage.path)
         return cursor!
     }
 
     // MARK: Writes
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
-        try KeyLimits.validate(key)
-        try writableCheck()
         log.recordPut(key, value)
         _ = try run(.put(key: key, value: value))
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
-        try KeyLimits.validate(key)
-        try writableCheck()
         log.recordDelete(key)
         _ = try run(.delete(key: key))
     }
 
-    func clear(_ range: KeyRange) throws -> Int {
-        try writableCheck()
+    func clear(_ range: ResolvedRange) throws -> Int {
         log.recordClear(range)
         return try run(.clear(range))
     }
@@ -122,7 +96,7 @@ final class LMDBTransaction: KeyValueWriter {
     private func run(_ entry: WriteLog.Entry) throws(EngineError) -> Int {
         let (rc, removed) = apply(entry)
         if rc == MDB_MAP_FULL { return try growAndReplay() }
-        if rc != MDB_SUCCESS { try fail(lmdbError(rc, "writing", path: engine.path)) }
+        if rc != MDB_SUCCESS { try fail(lmdbError(rc, "writing", path: storage.path)) }
         return removed
     }
 
@@ -130,20 +104,19 @@ final class LMDBTransaction: KeyValueWriter {
         switch entry {
         case let .put(key, value):
             var k = MDB_val(key), v = MDB_val(value)
-            return (mdb_put(txn, engine.dbi, &k, &v, 0), 0)
+            return (mdb_put(txn, storage.dbi, &k, &v, 0), 0)
         case let .delete(key):
             var k = MDB_val(key)
-            let rc = mdb_del(txn, engine.dbi, &k, nil)
+            let rc = mdb_del(txn, storage.dbi, &k, nil)
             return (rc == MDB_NOTFOUND ? MDB_SUCCESS : rc, 0)
         case let .clear(range):
             return clearNow(range)
         }
     }
 
-    private func clearNow(_ keyRange: KeyRange) -> (rc: Int32, removed: Int) {
-        guard let range = keyRange.resolved() else { return (MDB_SUCCESS, 0) }
+    private func clearNow(_ range: ResolvedRange) -> (rc: Int32, removed: Int) {
         var cursor: OpaquePointer?
-        var rc = mdb_cursor_open(txn, engine.dbi, &cursor)
+        var rc = mdb_cursor_open(txn, storage.dbi, &cursor)
         guard rc == MDB_SUCCESS else { return (rc, 0) }
         defer { mdb_cursor_close(cursor) }
         var k = MDB_val(), v = MDB_val()
@@ -171,8 +144,8 @@ final class LMDBTransaction: KeyValueWriter {
             if let txn { mdb_txn_abort(txn) }
             txn = nil
             do {
-                try engine.growMap(toAtLeast: engine.mapSize + 2 * log.byteCount)
-                txn = try engine.beginTransaction(readOnly: false)
+                try storage.growMap(toAtLeast: storage.mapSize + 2 * log.byteCount)
+                txn = try storage.beginTransaction(readOnly: false)
             } catch {
                 try fail(error as? EngineError ?? .engineFailure(engine: "LMDB", code: 0, message: "\(error)", operation: "growing the map"))
             }
@@ -184,49 +157,34 @@ final class LMDBTransaction: KeyValueWriter {
                 if last.rc == MDB_SUCCESS { last = apply(entry) }
             }
             if last.rc == MDB_SUCCESS { return last.removed }
-            if last.rc != MDB_MAP_FULL { try fail(lmdbError(last.rc, "replaying writes after growing the map", path: engine.path)) }
+            if last.rc != MDB_MAP_FULL { try fail(lmdbError(last.rc, "replaying writes after growing the map", path: storage.path)) }
         }
     }
 
     // MARK: Ending
 
     /// Commits, growing the map and replaying when the commit itself finds the map full.
-    func commit() throws(EngineError) {
-        if let failure { abort(); throw failure }
-        guard txn != nil else { throw .transactionEnded }
+    func commit() throws {
         while true {
             let rc = mdb_txn_commit(txn)
             txn = nil  // commit frees the transaction, whatever it returns
             if rc == MDB_SUCCESS { return }
-            if rc == EIO && engine.diskIsFull() { throw .diskFull(path: engine.path) }
-            if rc != MDB_MAP_FULL { throw lmdbError(rc, "committing", path: engine.path) }
+            if rc == EIO && storage.diskIsFull() { throw EngineError.diskFull(path: storage.path) }
+            if rc != MDB_MAP_FULL { throw lmdbError(rc, "committing", path: storage.path) }
             _ = try growAndReplay()
         }
     }
 
-    /// Ends the transaction without committing. Later use throws `transactionEnded`.
-    func abort() {
+    /// Ends the transaction: a reader's snapshot is released, an uncommitted writer rolls back.
+    func end() {
         if let txn { mdb_txn_abort(txn) }
         txn = nil
     }
 
-    private func live() throws(EngineError) -> OpaquePointer {
-        if let failure { throw failure }
-        guard let txn else { throw .transactionEnded }
-        return txn
-    }
-
-    private func writableCheck() throws(EngineError) {
-        _ = try live()
-        if !writable { throw .readOnly(path: engine.path) }
-        if lent > 0 { throw .writeWhileReading }
-    }
-
-    /// Records a failure that broke the transaction and throws it.
+    /// Aborts the transaction after a failure that broke it, and throws that failure (the core
+    /// refuses every later use of the transaction).
     private func fail(_ error: EngineError) throws(EngineError) -> Never {
-        failure = error
-        if let txn { mdb_txn_abort(txn) }
-        txn = nil
+        end()
         throw error
     }
 }

@@ -10,7 +10,7 @@ final class WriteLog {
     enum Entry {
         case put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
         case delete(key: UnsafeRawBufferPointer)
-        case clear(KeyRange)
+        case clear(ResolvedRange)
     }
 
     private static let chunkSize = 1 << 20
@@ -18,7 +18,7 @@ final class WriteLog {
 
     /// Full chunks, each with the bytes used.
     private var chunks: [(memory: UnsafeMutableRawBufferPointer, used: Int)] = []
-    private var ranges: [KeyRange] = []
+    private var ranges: [ResolvedRange] = []
 
     /// Bytes recorded so far.
     private(set) var byteCount = 0
@@ -35,7 +35,7 @@ final class WriteLog {
         append(Self.delete, key, nil)
     }
 
-    func recordClear(_ range: KeyRange) {
+    func recordClear(_ range: ResolvedRange) {
         ranges.append(range)
         append(Self.clear, nil, nil)
     }

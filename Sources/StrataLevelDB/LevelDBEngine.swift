@@ -21,35 +21,48 @@ public struct LevelDBOptions: Sendable, Hashable {
 /// A Strata engine on LevelDB (libleveldb, C API): a log-structured merge tree.
 ///
 /// LevelDB has no transactions; the adapter builds them. A read transaction is a LevelDB
-/// snapshot. A write transaction is a `WriteBatch` over a snapshot, with an index of its
-/// pending writes merged into its own `get`s and scans; writers are serialized by the adapter,
-/// and the batch is written atomically at commit.
+/// snapshot. A write transaction is a `WriteBatch` over a snapshot, written atomically at commit;
+/// the engine core merges the batch's pending writes into the transaction's own reads.
 ///
 /// Only one process may open a store (LevelDB's `LOCK` file): a second opener fails with
 /// ``EngineError/locked(path:)``. In `.readOnly` mode Strata refuses writes, but LevelDB may
 /// still tidy its own files (replay its log into a table) when it opens.
-public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
-    public let engineName = "leveldb"
-    public let capabilities: EngineCapabilities = [.persistent]
+public final class LevelDBEngine: CoreBackedEngine, @unchecked Sendable {
+    public static let declaration = EngineDeclaration(
+        name: "leveldb", capabilities: [.persistent],
+        // A batch record holds a value's length as a 32-bit varint.
+        limits: EngineLimits(maxValueLength: Int(UInt32.max)),
+        readsOwnWrites: false, marker: "CURRENT")
+
+    public let core: CoreEngine
     public let path: String
-    public let options: EngineOptions
+    public var options: EngineOptions { core.options }
     public let levelDBOptions: LevelDBOptions
 
-    let gate = TransactionGate()
+    public init(path: String, options: EngineOptions = EngineOptions(), leveldb: LevelDBOptions = LevelDBOptions()) throws {
+        self.path = path
+        self.levelDBOptions = leveldb
+        core = try CoreEngine(declaration: Self.declaration, path: path, options: options) { context in
+            try LevelDBStorage(path: path, context: context, leveldb: leveldb)
+        }
+    }
+}
+
+/// The LevelDB handle and the options it was opened with.
+final class LevelDBStorage: KeyValueStorage, @unchecked Sendable {
+    let path: String
+    private let services: StorageServices
     private(set) var db: OpaquePointer?
     private let dbOptions: OpaquePointer
     private let cache: OpaquePointer?
     let writeOptions: OpaquePointer
-    private let canonicalPath: String
 
-    public init(path: String, options: EngineOptions = EngineOptions(), leveldb: LevelDBOptions = LevelDBOptions()) throws {
+    init(path: String, context: StorageContext, leveldb: LevelDBOptions) throws {
         self.path = path
-        self.options = options
-        self.levelDBOptions = leveldb
-        try StoreDirectory.prepare(path, marker: "CURRENT", mode: options.mode)
+        services = context.services
         try Self.checkManifest(path)
         dbOptions = leveldb_options_create()
-        leveldb_options_set_create_if_missing(dbOptions, options.mode == .create ? 1 : 0)
+        leveldb_options_set_create_if_missing(dbOptions, context.options.mode == .create ? 1 : 0)
         // Report corruption instead of skipping it: by default LevelDB opens a store whose
         // manifest or log was truncated, as if the lost part never existed.
         leveldb_options_set_paranoid_checks(dbOptions, 1)
@@ -58,22 +71,9 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
         if let cache { leveldb_options_set_cache(dbOptions, cache) }
         if leveldb.writeBufferSize > 0 { leveldb_options_set_write_buffer_size(dbOptions, leveldb.writeBufferSize) }
         writeOptions = leveldb_writeoptions_create()
-        leveldb_writeoptions_set_sync(writeOptions, options.durability == .full ? 1 : 0)
-        do {
-            canonicalPath = try OpenPathRegistry.claim(path)
-        } catch {
-            Self.destroy(dbOptions, cache, writeOptions)
-            throw error
-        }
-        var err: UnsafeMutablePointer<CChar>?
-        db = leveldb_open(dbOptions, path, &err)
-        do {
-            try check(err, "opening the database", path: path)
-        } catch {
-            // Every property is set, so deinit runs after this throw: it frees the options and
-            // gives the path back.
-            throw error
-        }
+        leveldb_writeoptions_set_sync(writeOptions, context.options.durability == .full ? 1 : 0)
+        // Every property is set, so a throw here runs deinit, which frees the options.
+        try openDatabase("opening the database")
     }
 
     /// Before LevelDB touches the directory (it rotates its info log even to report an error):
@@ -93,17 +93,11 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
         }
     }
 
-    private static func destroy(_ options: OpaquePointer, _ cache: OpaquePointer?, _ writeOptions: OpaquePointer) {
-        leveldb_options_destroy(options)
-        if let cache { leveldb_cache_destroy(cache) }
-        leveldb_writeoptions_destroy(writeOptions)
-    }
-
     deinit {
         if let db { leveldb_close(db) }
-        // Give the path back unless close() did (also when a failed reopen left no handle).
-        if !gate.isClosed { OpenPathRegistry.release(canonicalPath) }
-        Self.destroy(dbOptions, cache, writeOptions)
+        leveldb_options_destroy(dbOptions)
+        if let cache { leveldb_cache_destroy(cache) }
+        leveldb_writeoptions_destroy(writeOptions)
     }
 
     /// Set when a write failed (a full disk): LevelDB may have left a torn record in its log,
@@ -111,69 +105,64 @@ public final class LevelDBEngine: KeyValueEngine, @unchecked Sendable {
     /// reports as corruption (or, without paranoid checks, skips along with later commits). So
     /// the next write first reopens the database: the torn record stays at the old log's tail,
     /// which recovery drops cleanly, and writes go on in a new log.
-    private var reopenBeforeWriting = false
+    var reopenBeforeWriting = false
     /// Why the database is closed, when reopening it failed.
     private var unavailable: EngineError?
 
-    private func openDatabase() throws(EngineError) {
+    private func openDatabase(_ operation: String) throws(EngineError) {
         var err: UnsafeMutablePointer<CChar>?
         let handle = leveldb_open(dbOptions, path, &err)
-        try check(err, "reopening the database after a failed write", path: path)
+        try check(err, operation, path: path)
         db = handle
     }
 
-    public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
-        // After a failed reopen (a disk still full), a reader retries it, as the writer's slot.
-        if unavailable != nil { try gate.withWrite { try reopenIfNeeded() } }
-        return try gate.withRead {
-            guard let db else { throw unavailable ?? EngineError.closed }
-            let transaction = LevelDBTransaction(engine: self, db: db, writable: false)
-            defer { transaction.end() }
-            return try body(transaction)
-        }
+    func beginRead() throws -> any StorageReadTransaction {
+        // After a failed reopen (a disk still full), a reader retries it, alone.
+        if unavailable != nil { throw StorageNeedsExclusiveAccess { try self.reopen() } }
+        return LevelDBTransaction(storage: self, db: try handle(), writable: false)
     }
 
-    public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
-        if options.mode == .readOnly { throw EngineError.readOnly(path: path) }
-        return try gate.withWrite {
-            try reopenIfNeeded()
-            guard let db else { throw unavailable ?? EngineError.closed }
-            let transaction = LevelDBTransaction(engine: self, db: db, writable: true)
-            defer { transaction.end() }
-            let result = try body(transaction)
-            do {
-                try transaction.commit()
-            } catch {
-                reopenBeforeWriting = true
-                throw error
-            }
-            return result
-        }
+    func beginWrite() throws -> any StorageWriteTransaction {
+        if reopenBeforeWriting { try services.withReadersDrained { try reopen() } }
+        return LevelDBTransaction(storage: self, db: try handle(), writable: true)
     }
 
-    /// Called holding the writer's slot: reopens the database when a write failed, with no reader
-    /// of this process inside a transaction (they hold the old handle).
-    private func reopenIfNeeded() throws {
+    /// The open database, or why there is none (a reopen after a failed write failed).
+    private func handle() throws(EngineError) -> OpaquePointer {
+        if let db { return db }
+        throw unavailable ?? .engineFailure(engine: "LevelDB", code: 0, message: "the database is not open", operation: "beginning a transaction")
+    }
+
+    /// Reopens the database after a failed write, with no reader of this process inside a
+    /// transaction (they hold the old handle).
+    private func reopen() throws {
         guard reopenBeforeWriting else { return }
-        try gate.withReadersDrained {
-            if let db { leveldb_close(db) }
-            db = nil
-            do {
-                try openDatabase()
-                reopenBeforeWriting = false
-                unavailable = nil
-            } catch {
-                unavailable = error as? EngineError
-                throw error
-            }
+        if let db { leveldb_close(db) }
+        db = nil
+        do {
+            try openDatabase("reopening the database after a failed write")
+            reopenBeforeWriting = false
+            unavailable = nil
+        } catch {
+            unavailable = error
+            throw error
         }
     }
 
-    public func close() throws {
-        try gate.close {
-            if let db { leveldb_close(db) }
-            db = nil
-            OpenPathRegistry.release(canonicalPath)
-        }
+    func close() throws {
+        if let db { leveldb_close(db) }
+        db = nil
     }
+}
+
+extension EngineConfiguration {
+    /// LevelDB in the directory at `path`; see ``LevelDBEngine``.
+    public static func leveldb(path: String, options: LevelDBOptions = LevelDBOptions()) -> EngineConfiguration {
+        EngineConfiguration(name: "leveldb", path: path) { try LevelDBEngine(path: path, options: $0, leveldb: options) }
+    }
+}
+
+extension EngineKind {
+    /// LevelDB with default options.
+    public static let leveldb = EngineKind(declaration: LevelDBEngine.declaration) { .leveldb(path: $0) }
 }

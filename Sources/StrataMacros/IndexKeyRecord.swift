@@ -1,4 +1,4 @@
-@_exported import Strata
+@_exported import StrataRecords
 
 /// Makes a struct a ``Strata/Record``: the named properties, in the order given, are the index
 /// key; every other stored property is a field.

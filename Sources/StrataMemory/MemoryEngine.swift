@@ -7,38 +7,32 @@ import StrataEngine
 /// when it began, and a write transaction mutates its own copy, published at commit.
 /// Nothing outlives the process (no ``EngineCapabilities/persistent``). Inserting into the middle
 /// of a large store moves the tail of the array, so it is meant for small data sets.
-public final class MemoryEngine: KeyValueEngine, @unchecked Sendable {
-    public let engineName = "memory"
-    public let capabilities: EngineCapabilities = []
+public final class MemoryEngine: CoreBackedEngine, @unchecked Sendable {
+    public static let declaration = EngineDeclaration(name: "memory", capabilities: [])
+    public let core: CoreEngine
 
-    private let gate = TransactionGate()
+    public init(options: EngineOptions = EngineOptions()) {
+        // Opening memory storage cannot fail.
+        core = try! CoreEngine(declaration: Self.declaration, path: nil, options: options) { _ in MemoryStorage() }
+    }
+}
+
+/// The committed pairs, and transactions over copies of them.
+final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
     private let lock = NSLock()
     private var committed = SortedPairs()
 
-    public init() {}
-
-    public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
-        try gate.withRead {
-            let transaction = MemoryTransaction(lock.withLock { committed }, writable: false)
-            defer { transaction.ended = true }
-            return try body(transaction)
-        }
+    func beginRead() throws -> any StorageReadTransaction {
+        MemoryTransaction(lock.withLock { committed }, storage: nil)
     }
 
-    public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
-        try gate.withWrite {
-            let transaction = MemoryTransaction(lock.withLock { committed }, writable: true)
-            defer { transaction.ended = true }
-            let result = try body(transaction)
-            let data = transaction.data
-            lock.withLock { committed = data }
-            return result
-        }
+    func beginWrite() throws -> any StorageWriteTransaction {
+        MemoryTransaction(lock.withLock { committed }, storage: self)
     }
 
-    public func close() throws {
-        try gate.close { lock.withLock { committed = SortedPairs() } }
-    }
+    func publish(_ data: SortedPairs) { lock.withLock { committed = data } }
+
+    func close() throws { lock.withLock { committed = SortedPairs() } }
 }
 
 /// Keys and values in parallel arrays, keys sorted bytewise.
@@ -65,49 +59,32 @@ struct SortedPairs {
     }
 }
 
-final class MemoryTransaction: KeyValueWriter {
+/// A snapshot of the pairs; a writer edits its own copy and publishes it at commit.
+final class MemoryTransaction: StorageWriteTransaction {
     var data: SortedPairs
-    let writable: Bool
-    var ended = false
-    private var lent = 0
+    /// The storage to publish to; `nil` for a reader.
+    private let storage: MemoryStorage?
 
-    init(_ data: SortedPairs, writable: Bool) {
+    init(_ data: SortedPairs, storage: MemoryStorage?) {
         self.data = data
-        self.writable = writable
+        self.storage = storage
     }
 
-    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        try KeyLimits.validate(key)
-        try live()
+    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws {
         let i = data.index(of: key)
-        lent += 1  // also for a missing key: writes in the body are refused on every engine
-        defer { lent -= 1 }
-        guard i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 else { return try body(nil) }
-        return try data.values[i].withUnsafeBytes { try body($0) }
+        guard i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 else { return body(nil) }
+        data.values[i].withUnsafeBytes { body($0) }
     }
 
-    func scan(
-        _ range: KeyRange, reverse: Bool, limit: Int?,
-        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
-    ) throws {
-        try live()
-        try KeyLimits.validate(limit: limit)
-        guard limit != 0, let range = range.resolved() else { return }
+    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
         let covered = data.indices(range)
-        let snapshot = data  // writes are refused while scanning; this keeps the loop simple
-        lent += 1
-        defer { lent -= 1 }
-        var visited = 0
         for i in reverse ? Array(covered.reversed()) : Array(covered) {
-            let more = try snapshot.keys[i].withUnsafeBytes { k in try snapshot.values[i].withUnsafeBytes { try visit(k, $0) } }
-            visited += 1
-            if !more || visited == limit { return }
+            let more = data.keys[i].withUnsafeBytes { k in data.values[i].withUnsafeBytes { visit(k, $0) } }
+            if !more { return }
         }
     }
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
-        try KeyLimits.validate(key)
-        try writableCheck()
         let i = data.index(of: key)
         if i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 {
             data.values[i] = Array(value)
@@ -118,8 +95,6 @@ final class MemoryTransaction: KeyValueWriter {
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
-        try KeyLimits.validate(key)
-        try writableCheck()
         let i = data.index(of: key)
         if i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 {
             data.keys.remove(at: i)
@@ -127,22 +102,26 @@ final class MemoryTransaction: KeyValueWriter {
         }
     }
 
-    func clear(_ range: KeyRange) throws -> Int {
-        try writableCheck()
-        guard let range = range.resolved() else { return 0 }
+    func clear(_ range: ResolvedRange) throws -> Int {
         let covered = data.indices(range)
         data.keys.removeSubrange(covered)
         data.values.removeSubrange(covered)
         return covered.count
     }
 
-    private func live() throws(EngineError) {
-        if ended { throw .transactionEnded }
-    }
+    func commit() throws { storage?.publish(data) }
 
-    private func writableCheck() throws(EngineError) {
-        try live()
-        if !writable { throw .readOnly(path: ":memory:") }
-        if lent > 0 { throw .writeWhileReading }
+    func end() {}
+}
+
+extension EngineConfiguration {
+    /// In memory, for tests: gone when the store is closed.
+    public static var memory: EngineConfiguration {
+        EngineConfiguration(name: "memory", path: nil) { MemoryEngine(options: $0) }
     }
+}
+
+extension EngineKind {
+    /// In memory (every store opened is a new, empty one).
+    public static let memory = EngineKind(declaration: MemoryEngine.declaration) { _ in .memory }
 }

@@ -9,7 +9,7 @@ final class SQLiteConnection {
     private var cache: [String: OpaquePointer] = [:]
     private var checkedOut: Set<String> = []
 
-    init(file: String, storePath: String, readOnly: Bool, create: Bool) throws(EngineError) {
+    init(file: String, storePath: String, readOnly: Bool, create: Bool, timeout: Duration) throws(EngineError) {
         path = storePath
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
@@ -22,8 +22,9 @@ final class SQLiteConnection {
             throw error
         }
         handle = db
-        // Writers from other processes are waited on, not reported as failures.
-        sqlite3_busy_timeout(db, 60_000)
+        // Writers from other processes are waited on, up to the timeout, not reported at once.
+        let (seconds, attoseconds) = timeout.components
+        sqlite3_busy_timeout(db, Int32(clamping: seconds * 1_000 + attoseconds / 1_000_000_000_000_000))
     }
 
     deinit {

@@ -12,42 +12,58 @@ import StrataEngine
 /// WAL mode. Writers use one connection and `BEGIN IMMEDIATE`; each reader uses a connection of
 /// its own and pins its snapshot as it begins (a deferred `BEGIN` would take it only at the first
 /// read). Several processes may share the store; a busy database is waited on (60 s).
-public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
-    public let engineName = "sqlite"
-    public let capabilities: EngineCapabilities = [.persistent, .multiProcess]
+public final class SQLiteEngine: CoreBackedEngine, @unchecked Sendable {
+    public static let declaration = EngineDeclaration(
+        name: "sqlite", capabilities: [.persistent, .multiProcess],
+        // SQLITE_MAX_LENGTH (10^9 bytes) bounds a whole row: room is left for the key and the header.
+        limits: EngineLimits(maxValueLength: 999_999_000),
+        marker: "data.sqlite")
+
+    public let core: CoreEngine
     public let path: String
-    public let options: EngineOptions
+    public var options: EngineOptions { core.options }
     /// The database file inside the store directory.
     public let file: String
-
-    let gate = TransactionGate()
-    private var writer: SQLiteConnection?
-    private var idleReaders: [SQLiteConnection] = []
-    private let readersLock = NSLock()
-    private let canonicalPath: String
 
     static let schema = "CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
 
     public init(path: String, options: EngineOptions = EngineOptions()) throws {
         self.path = path
+        let file = (path as NSString).appendingPathComponent("data.sqlite")
+        self.file = file
+        core = try CoreEngine(declaration: Self.declaration, path: path, options: options) { context in
+            try SQLiteStorage(path: path, file: file, options: context.options)
+        }
+    }
+}
+
+/// The writer's connection and a pool of readers' connections.
+final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
+    let path: String
+    let file: String
+    let options: EngineOptions
+    private var writer: SQLiteConnection?
+    private var idleReaders: [SQLiteConnection] = []
+    private let readersLock = NSLock()
+
+    init(path: String, file: String, options: EngineOptions) throws {
+        self.path = path
+        self.file = file
         self.options = options
-        file = (path as NSString).appendingPathComponent("data.sqlite")
-        try StoreDirectory.prepare(path, marker: "data.sqlite", mode: options.mode)
         try Self.checkHeader(file, path: path)
-        canonicalPath = try OpenPathRegistry.claim(path)
         // What exists before this open: a failed open removes only what it created, and only a
         // database file this open created is initialized (an existing empty one is a truncated store).
         let companions = ["-wal", "-shm"].map { file + $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
         let existed = FileManager.default.fileExists(atPath: file)
         do {
             if options.mode == .readOnly {
-                let reader = try SQLiteConnection(file: file, storePath: path, readOnly: true, create: false)
+                let reader = try connect(readOnly: true, create: false)
                 guard try Self.inspect(reader, path: path) == .strata else {
                     throw EngineError.notAStore(path: path, reason: "data.sqlite has no kv table")
                 }
                 idleReaders.append(reader)
             } else {
-                let connection = try SQLiteConnection(file: file, storePath: path, readOnly: false, create: options.mode == .create)
+                let connection = try connect(readOnly: false, create: options.mode == .create)
                 // Inspect before writing anything: another application's database is left as it was.
                 let state = try Self.inspect(connection, path: path)
                 if state == .empty && (options.mode != .create || existed) {
@@ -55,16 +71,19 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
                 }
                 try connection.execute("PRAGMA journal_mode=WAL")
                 try connection.execute(options.durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
-                if state == .empty { try connection.execute(Self.schema) }
+                if state == .empty { try connection.execute(SQLiteEngine.schema) }
                 writer = connection
             }
         } catch {
             idleReaders.removeAll()
             writer = nil
             for created in companions { try? FileManager.default.removeItem(atPath: created) }
-            OpenPathRegistry.release(canonicalPath)
             throw error
         }
+    }
+
+    private func connect(readOnly: Bool, create: Bool) throws -> SQLiteConnection {
+        try SQLiteConnection(file: file, storePath: path, readOnly: readOnly, create: create, timeout: options.timeout)
     }
 
     /// SQLite notices a truncated file only when it reads a missing page; check the header first:
@@ -98,10 +117,6 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
         }
     }
 
-    deinit {
-        if writer != nil || !idleReaders.isEmpty { OpenPathRegistry.release(canonicalPath) }
-    }
-
     private enum Contents { case empty, strata }
 
     /// What the database holds: nothing yet, or exactly Strata's table. Anything else (another
@@ -117,54 +132,51 @@ public final class SQLiteEngine: KeyValueEngine, @unchecked Sendable {
             }
         }
         if tables.isEmpty { return .empty }
-        if tables == ["kv": schema] { return .strata }
+        if tables == ["kv": SQLiteEngine.schema] { return .strata }
         if let kv = tables["kv"] {
             throw EngineError.notAStore(path: path, reason: "data.sqlite has a different kv table: \(kv)")
         }
         throw EngineError.notAStore(path: path, reason: "data.sqlite holds other tables (\(tables.keys.sorted().joined(separator: ", "))) and no kv table")
     }
 
-    public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
-        try gate.withRead {
-            let connection = try checkOutReader()
-            defer { checkIn(connection) }
-            let transaction = try SQLiteTransaction(engine: self, connection: connection, writable: false)
-            defer { transaction.rollback() }
-            return try body(transaction)
+    func beginRead() throws -> any StorageReadTransaction {
+        let connection = try checkOutReader()
+        do {
+            return try SQLiteTransaction(storage: self, connection: connection, writable: false)
+        } catch {
+            checkIn(connection)
+            throw error
         }
     }
 
-    public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
-        guard options.mode != .readOnly else { throw EngineError.readOnly(path: path) }
-        return try gate.withWrite {
-            guard let writer else { throw EngineError.closed }
-            let transaction = try SQLiteTransaction(engine: self, connection: writer, writable: true)
-            let result: R
-            do {
-                result = try body(transaction)
-            } catch {
-                transaction.rollback()
-                throw error
-            }
-            try transaction.commit()
-            return result
-        }
+    func beginWrite() throws -> any StorageWriteTransaction {
+        try SQLiteTransaction(storage: self, connection: writer!, writable: true)
     }
 
-    public func close() throws {
-        try gate.close {
-            writer = nil
-            readersLock.withLock { idleReaders.removeAll() }
-            OpenPathRegistry.release(canonicalPath)
-        }
+    func close() throws {
+        writer = nil
+        readersLock.withLock { idleReaders.removeAll() }
     }
 
     private func checkOutReader() throws -> SQLiteConnection {
         if let idle = readersLock.withLock({ idleReaders.popLast() }) { return idle }
-        return try SQLiteConnection(file: file, storePath: path, readOnly: true, create: false)
+        return try connect(readOnly: true, create: false)
     }
 
-    private func checkIn(_ connection: SQLiteConnection) {
+    /// Gives a reader's connection back to the pool when its transaction ends.
+    func checkIn(_ connection: SQLiteConnection) {
         readersLock.withLock { idleReaders.append(connection) }
     }
+}
+
+extension EngineConfiguration {
+    /// SQLite in the directory at `path`; see ``SQLiteEngine``.
+    public static func sqlite(path: String) -> EngineConfiguration {
+        EngineConfiguration(name: "sqlite", path: path) { try SQLiteEngine(path: path, options: $0) }
+    }
+}
+
+extension EngineKind {
+    /// SQLite.
+    public static let sqlite = EngineKind(declaration: SQLiteEngine.declaration) { .sqlite(path: $0) }
 }

@@ -1,18 +1,16 @@
 import CSQLite
 import StrataEngine
 
-/// A read or write transaction of an ``SQLiteEngine`` on one connection. Valid only inside its closure.
-final class SQLiteTransaction: KeyValueWriter {
-    private unowned let engine: SQLiteEngine
+/// A read or write transaction of SQLite storage on one connection.
+final class SQLiteTransaction: StorageWriteTransaction {
+    private unowned let storage: SQLiteStorage
     private let connection: SQLiteConnection
     private let writable: Bool
-    private var lent = 0
-    private var ended = false
-    /// Set when a statement failed inside the transaction: it can only roll back now.
-    private var failure: EngineError?
+    /// Whether COMMIT or ROLLBACK ran.
+    private var finished = false
 
-    init(engine: SQLiteEngine, connection: SQLiteConnection, writable: Bool) throws {
-        self.engine = engine
+    init(storage: SQLiteStorage, connection: SQLiteConnection, writable: Bool) throws {
+        self.storage = storage
         self.connection = connection
         self.writable = writable
         if writable {
@@ -31,59 +29,41 @@ final class SQLiteTransaction: KeyValueWriter {
     }
 
     func commit() throws {
-        if let failure { rollback(); throw failure }
-        guard !ended else { throw EngineError.transactionEnded }
-        do {
-            try checkStillOpen()
-            try connection.execute("COMMIT")
-            ended = true
-        } catch {
-            rollback()
-            throw error
-        }
+        try checkStillOpen()
+        try connection.execute("COMMIT")
+        finished = true
     }
 
-    /// Rolls back (a read transaction ends the same way), unless already ended.
-    func rollback() {
-        guard !ended else { return }
-        ended = true
-        try? connection.execute("ROLLBACK")
+    /// Rolls back (a read transaction ends the same way), unless committed; a reader's
+    /// connection goes back to the pool.
+    func end() {
+        if !finished {
+            finished = true
+            try? connection.execute("ROLLBACK")
+        }
+        if !writable { storage.checkIn(connection) }
     }
 
     // MARK: Reads
 
-    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        try KeyLimits.validate(key)
-        try live()
-        return try connection.withStatement("SELECT v FROM kv WHERE k = ?1") { statement in
+    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws {
+        try connection.withStatement("SELECT v FROM kv WHERE k = ?1") { statement in
             key.bindBlob(to: statement, at: 1)
             let rc = sqlite3_step(statement)
-            guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw broken(sqliteError(rc, connection.handle, "reading a key", path: engine.path)) }
-            lent += 1  // also for a missing key: writes in the body are refused on every engine
-            defer { lent -= 1 }
-            return try body(rc == SQLITE_ROW ? UnsafeRawBufferPointer(column: 0, of: statement) : nil)
+            guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "reading a key", path: storage.path) }
+            body(rc == SQLITE_ROW ? UnsafeRawBufferPointer(column: 0, of: statement) : nil)
         }
     }
 
-    func scan(
-        _ range: KeyRange, reverse: Bool, limit: Int?,
-        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
-    ) throws {
-        try live()
-        try KeyLimits.validate(limit: limit)
-        guard limit != 0, let range = range.resolved() else { return }
-        let sql = "SELECT k, v FROM kv" + Self.whereClause(range) + (reverse ? " ORDER BY k DESC" : " ORDER BY k") + " LIMIT ?3"
+    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
+        let sql = "SELECT k, v FROM kv" + Self.whereClause(range) + (reverse ? " ORDER BY k DESC" : " ORDER BY k")
         try connection.withStatement(sql) { statement in
             try Self.bind(range, to: statement) {
-                sqlite3_bind_int64(statement, 3, Int64(limit ?? -1))
-                lent += 1
-                defer { lent -= 1 }
                 while true {
                     let rc = sqlite3_step(statement)
                     if rc == SQLITE_DONE { return }
-                    guard rc == SQLITE_ROW else { throw broken(sqliteError(rc, connection.handle, "scanning", path: engine.path)) }
-                    let more = try visit(UnsafeRawBufferPointer(column: 0, of: statement), UnsafeRawBufferPointer(column: 1, of: statement))
-                    if !more { return }
+                    guard rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "scanning", path: storage.path) }
+                    if !visit(UnsafeRawBufferPointer(column: 0, of: statement), UnsafeRawBufferPointer(column: 1, of: statement)) { return }
                 }
             }
         }
@@ -113,25 +93,20 @@ final class SQLiteTransaction: KeyValueWriter {
     // MARK: Writes
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
-        try KeyLimits.validate(key)
-        try writableCheck()
+        try checkStillOpen()
         try run("INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)", "writing a key") { statement in
             key.bindBlob(to: statement, at: 1)
-            if value.bindBlob(to: statement, at: 2) != SQLITE_OK {
-                throw EngineError.invalidArgument("a \(value.count)-byte value exceeds SQLite's blob limit (\(sqlite3_limit(connection.handle, SQLITE_LIMIT_LENGTH, -1)) bytes)")
-            }
+            value.bindBlob(to: statement, at: 2)
         }
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
-        try KeyLimits.validate(key)
-        try writableCheck()
+        try checkStillOpen()
         try run("DELETE FROM kv WHERE k = ?1", "deleting a key") { key.bindBlob(to: $0, at: 1) }
     }
 
-    func clear(_ range: KeyRange) throws -> Int {
-        try writableCheck()
-        guard let range = range.resolved() else { return 0 }
+    func clear(_ range: ResolvedRange) throws -> Int {
+        try checkStillOpen()
         return try connection.withStatement("DELETE FROM kv" + Self.whereClause(range)) { statement in
             try Self.bind(range, to: statement) {
                 try step(statement, "clearing a range")
@@ -147,38 +122,18 @@ final class SQLiteTransaction: KeyValueWriter {
         }
     }
 
-    /// Steps a write statement to completion; a failure breaks the transaction.
+    /// Steps a write statement to completion. A failure breaks the transaction (the core refuses
+    /// every later use of it): SQLite may have rolled it back by itself, and later writes would
+    /// otherwise autocommit one by one.
     private func step(_ statement: OpaquePointer, _ operation: String) throws(EngineError) {
         let rc = sqlite3_step(statement)
-        if rc != SQLITE_DONE { throw broken(sqliteError(rc, connection.handle, operation, path: engine.path)) }
-    }
-
-    /// Records a statement failure in a write transaction: SQLite may have rolled the whole
-    /// transaction back by itself, so nothing more may be written or committed in it (later
-    /// writes would otherwise autocommit one by one).
-    private func broken(_ error: EngineError) -> EngineError {
-        if writable { failure = error }
-        return error
+        if rc != SQLITE_DONE { throw sqliteError(rc, connection.handle, operation, path: storage.path) }
     }
 
     /// Throws when SQLite ended the transaction on its own (an automatic rollback).
     private func checkStillOpen() throws(EngineError) {
         if writable && sqlite3_get_autocommit(connection.handle) != 0 {
-            let error = EngineError.engineFailure(engine: "SQLite", code: 0, message: "the transaction was rolled back by SQLite", operation: "writing")
-            failure = error
-            throw error
+            throw .engineFailure(engine: "SQLite", code: 0, message: "the transaction was rolled back by SQLite", operation: "writing")
         }
-    }
-
-    private func live() throws(EngineError) {
-        if let failure { throw failure }
-        if ended { throw .transactionEnded }
-    }
-
-    private func writableCheck() throws(EngineError) {
-        try live()
-        if !writable { throw .readOnly(path: engine.path) }
-        if lent > 0 { throw .writeWhileReading }
-        try checkStillOpen()
     }
 }

@@ -5,7 +5,7 @@ import StrataConformance
 struct Conformance: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the engine conformance suite on fresh temporary stores.")
 
-    @Option(help: "The engine to check: \(EngineChoice.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Option(help: "The engine to check: \(EngineChoice.allValueStrings.joined(separator: ", ")).")
     var engine: EngineChoice = .all
 
     @Option(help: "Run only the cases whose group/name contains this text.")
@@ -16,9 +16,9 @@ struct Conformance: ParsableCommand {
 
     func run() throws {
         var failed = 0
-        for choice in engine.engines {
-            let report = ConformanceSuite.run(choice.subject, filter: filter) { testCase in
-                if verbose { say("[\(choice.rawValue)] \(testCase.id)") }
+        for kind in engine.engines {
+            let report = ConformanceSuite.run(EngineUnderTest(kind), filter: filter) { testCase in
+                if verbose { say("[\(kind.name)] \(testCase.id)") }
             }
             say(report.description)
             failed += report.failures.count

@@ -1,37 +1,31 @@
 import ArgumentParser
+import StrataBundledEngines
 import StrataConformance
 import StrataEngine
-import StrataLevelDB
-import StrataLMDB
-import StrataMemory
-import StrataSQLite
 
-/// The engines the command line can pick.
-enum EngineChoice: String, CaseIterable, ExpressibleByArgument {
-    case lmdb, leveldb, sqlite, memory, all
-
+/// An `--engine` argument: a bundled engine's name, or `all`. The engines come from
+/// ``BundledEngines``, the one list; capabilities are each engine's own declaration.
+struct EngineChoice: ExpressibleByArgument, Sendable {
     /// The engines this choice stands for.
-    var engines: [EngineChoice] { self == .all ? [.lmdb, .leveldb, .sqlite, .memory] : [self] }
+    let engines: [EngineKind]
+    let name: String
 
+    init?(argument: String) {
+        if argument == "all" {
+            engines = BundledEngines.all
+        } else if let kind = BundledEngines.named(argument) {
+            engines = [kind]
+        } else {
+            return nil
+        }
+        name = argument
+    }
+
+    static let all = EngineChoice(argument: "all")!
+    static var allValueStrings: [String] { BundledEngines.all.map(\.name) + ["all"] }
+
+    /// Opens a store of the (single) chosen engine.
     func open(_ path: String, _ options: EngineOptions) throws -> any KeyValueEngine {
-        switch self {
-        case .lmdb: return try LMDBEngine(path: path, options: options)
-        case .leveldb: return try LevelDBEngine(path: path, options: options)
-        case .sqlite: return try SQLiteEngine(path: path, options: options)
-        case .memory, .all: return MemoryEngine()
-        }
-    }
-
-    var capabilities: EngineCapabilities {
-        switch self {
-        case .lmdb, .sqlite: return [.persistent, .multiProcess]
-        case .leveldb: return [.persistent]
-        case .memory, .all: return []
-        }
-    }
-
-    var subject: EngineUnderTest {
-        let choice = self
-        return EngineUnderTest(name: rawValue, capabilities: capabilities) { try choice.open($0, $1) }
+        try engines[0].open(path, options)
     }
 }

@@ -1,24 +1,18 @@
 import Foundation
+import StrataBundledEngines
 import StrataConformance
 import StrataEngine
-import StrataLevelDB
-import StrataLMDB
-import StrataMemory
-import StrataSQLite
 
-/// Every engine Strata ships, as conformance subjects.
+/// Every engine Strata ships, as conformance subjects, from the one list (``BundledEngines``).
 enum Engines {
-    static let lmdb = EngineUnderTest(name: "lmdb", capabilities: [.persistent, .multiProcess]) { try LMDBEngine(path: $0, options: $1) }
-    static let leveldb = EngineUnderTest(name: "leveldb", capabilities: [.persistent]) { try LevelDBEngine(path: $0, options: $1) }
-    static let sqlite = EngineUnderTest(name: "sqlite", capabilities: [.persistent, .multiProcess]) { try SQLiteEngine(path: $0, options: $1) }
-    static let memory = EngineUnderTest(name: "memory", capabilities: []) { _, _ in MemoryEngine() }
-
-    static let all = [lmdb, leveldb, sqlite, memory]
-    static let onDisk = [lmdb, leveldb, sqlite]
-}
-
-extension EngineUnderTest: CustomStringConvertible {
-    public var description: String { name }
+    static let all = BundledEngines.all.map(EngineUnderTest.init)
+    static let onDisk = BundledEngines.onDisk.map(EngineUnderTest.init)
+    static let lmdb = EngineUnderTest(.lmdb)
+    static let leveldb = EngineUnderTest(.leveldb)
+    static let sqlite = EngineUnderTest(.sqlite)
+    static let memory = EngineUnderTest(.memory)
+    /// The engines several processes may share.
+    static let multiProcess = all.filter { $0.capabilities.contains(.multiProcess) }
 }
 
 /// A fresh temporary directory, removed by `cleanup()`.

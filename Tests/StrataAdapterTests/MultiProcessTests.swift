@@ -23,7 +23,7 @@ struct MultiProcessTests {
         #expect(after.output.contains("value: 1"), "\(after.output)")
     }
 
-    @Test("LMDB and SQLite stores are shared by processes", arguments: [Engines.lmdb, Engines.sqlite])
+    @Test("LMDB and SQLite stores are shared by processes", arguments: Engines.multiProcess)
     func shared(engine: EngineUnderTest) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

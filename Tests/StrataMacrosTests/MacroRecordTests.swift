@@ -1,5 +1,5 @@
 import Foundation
-import StrataMacros
+import Strata
 import Testing
 
 @IndexKeyRecord("lastName", "firstName")

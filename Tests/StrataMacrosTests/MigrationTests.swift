@@ -1,5 +1,5 @@
 import Foundation
-import StrataMacros
+import Strata
 import Testing
 
 /// Version 1 of a record: age as an Int.

@@ -1,4 +1,4 @@
-import StrataMacros
+import Strata
 
 // Person's declaration, reformatted with comments: the schema version must not change.
 @IndexKeyRecord("lastName", "firstName", keyspace: "PersonReformatted")

@@ -1,5 +1,6 @@
 import Foundation
-import Strata
+import StrataRecords
+import StrataBundledEngines
 import StrataEngine
 import StrataKeyCodec
 
@@ -94,21 +95,6 @@ struct Reading: Record, Equatable {
     }
 }
 
-/// Every engine a Store can open, each in a fresh directory.
-enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
-    case lmdb, leveldb, sqlite, memory
-    var description: String { rawValue }
-
-    func engine(_ path: String) -> Store.Engine {
-        switch self {
-        case .lmdb: return .lmdb(path: path)
-        case .leveldb: return .leveldb(path: path)
-        case .sqlite: return .sqlite(path: path)
-        case .memory: return .memory
-        }
-    }
-}
-
 /// A fresh temporary directory; `cleanup()` removes it.
 struct TemporaryDirectory {
     let path: String
@@ -119,10 +105,10 @@ struct TemporaryDirectory {
 }
 
 /// Runs `body` with a fresh store of `kind`, closed and removed afterwards.
-func withStore<R>(_ kind: StoreKind, _ body: (Store, String) throws -> R) throws -> R {
+func withStore<R>(_ kind: EngineKind, _ body: (Store, String) throws -> R) throws -> R {
     let dir = TemporaryDirectory()
     defer { dir.cleanup() }
-    let store = try Store(kind.engine(dir.path))
+    let store = try Store(kind.configuration(path: dir.path))
     defer { try? store.close() }
     return try body(store, dir.path)
 }

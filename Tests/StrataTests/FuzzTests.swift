@@ -1,5 +1,6 @@
 import Foundation
-@testable import Strata
+@testable import StrataRecords
+import StrataBundledEngines
 import StrataConformance
 import StrataEngine
 import StrataKeyCodec

@@ -1,5 +1,6 @@
 import Foundation
-import Strata
+import StrataRecords
+import StrataBundledEngines
 import StrataEngine
 import Testing
 
@@ -7,8 +8,8 @@ import Testing
 struct QueryTests {
     static func firstNames(_ records: [Person]) -> [String] { records.map(\.firstName) }
 
-    @Test("insert, fetch by full key, upsert, insert-if-absent, delete", arguments: StoreKind.allCases)
-    func pointOperations(kind: StoreKind) throws {
+    @Test("insert, fetch by full key, upsert, insert-if-absent, delete", arguments: BundledEngines.all)
+    func pointOperations(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             try store.withTransaction { ctx in for p in people { try ctx.insert(p) } }
             try store.withTransaction { (ctx: TransactionContext) throws in
@@ -29,8 +30,8 @@ struct QueryTests {
         }
     }
 
-    @Test("every comparison on the last component", arguments: StoreKind.allCases)
-    func comparisons(kind: StoreKind) throws {
+    @Test("every comparison on the last component", arguments: BundledEngines.all)
+    func comparisons(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             try store.withTransaction { ctx in for p in people { try ctx.insert(p) } }
             try store.withReadTransaction { (ctx: TransactionContext) throws in
@@ -57,8 +58,8 @@ struct QueryTests {
         }
     }
 
-    @Test("ranges on the second component, reverse order with limits", arguments: StoreKind.allCases)
-    func orderAndLimits(kind: StoreKind) throws {
+    @Test("ranges on the second component, reverse order with limits", arguments: BundledEngines.all)
+    func orderAndLimits(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let t0 = Date(timeIntervalSince1970: 1_700_000_000)
             try store.withTransaction { (ctx: TransactionContext) throws in
@@ -81,8 +82,8 @@ struct QueryTests {
         }
     }
 
-    @Test("delete by query", arguments: StoreKind.allCases)
-    func deleteByQuery(kind: StoreKind) throws {
+    @Test("delete by query", arguments: BundledEngines.all)
+    func deleteByQuery(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             try store.withTransaction { ctx in for p in people { try ctx.insert(p) } }
             let removed = try store.withTransaction { (ctx: TransactionContext) throws in
@@ -96,8 +97,8 @@ struct QueryTests {
         }
     }
 
-    @Test("fields of every built-in kind, and Codable, round-trip", arguments: StoreKind.allCases)
-    func fieldKinds(kind: StoreKind) throws {
+    @Test("fields of every built-in kind, and Codable, round-trip", arguments: BundledEngines.all)
+    func fieldKinds(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let reading = Reading(sensor: -7, time: Date(timeIntervalSince1970: -1.000_000_1), value: -.infinity, unit: .kelvin,
                                   tags: ["a", "", "\u{0}b"], flags: [3, -1], extra: ["x": 1, "y": -2], source: URL(string: "https://example.com/a?b=c"),
@@ -108,8 +109,8 @@ struct QueryTests {
         }
     }
 
-    @Test("lazy iteration of 100,000 records", arguments: StoreKind.allCases)
-    func lazyIteration(kind: StoreKind) throws {
+    @Test("lazy iteration of 100,000 records", arguments: BundledEngines.all)
+    func lazyIteration(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let t0 = Date(timeIntervalSinceReferenceDate: 0)
             try store.withTransaction { (ctx: TransactionContext) throws in

@@ -1,5 +1,6 @@
 import Foundation
-import Strata
+import StrataRecords
+import StrataBundledEngines
 import StrataEngine
 import StrataMemory
 import Testing

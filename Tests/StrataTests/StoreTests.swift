@@ -1,5 +1,6 @@
 import Foundation
-import Strata
+import StrataRecords
+import StrataBundledEngines
 import StrataEngine
 import StrataKeyCodec
 import StrataLMDB
@@ -147,8 +148,8 @@ struct StoreTests {
         try v3.close()
     }
 
-    @Test("Empire's failures: a NUL in a String field before another field; a 100 KiB field", arguments: StoreKind.allCases)
-    func empireCases(kind: StoreKind) throws {
+    @Test("Empire's failures: a NUL in a String field before another field; a 100 KiB field", arguments: BundledEngines.all)
+    func empireCases(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let nul = Person(lastName: "A", firstName: "B", age: 7, email: "x\u{0}y@example.com")
             let big = Reading(sensor: 1, time: Date(), value: 1, payload: Data((0..<(100 * 1024)).map { UInt8(truncatingIfNeeded: $0 * 7) }))
@@ -166,8 +167,8 @@ struct StoreTests {
         }
     }
 
-    @Test("a Codable field that cannot be encoded refuses the insert; nothing is stored", arguments: StoreKind.allCases)
-    func unencodableField(kind: StoreKind) throws {
+    @Test("a Codable field that cannot be encoded refuses the insert; nothing is stored", arguments: BundledEngines.all)
+    func unencodableField(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let bad = Reading(sensor: 9, time: Date(timeIntervalSinceReferenceDate: 0), value: 1, calibration: .init(offset: .nan, note: "NaN"))
             #expect {
@@ -181,8 +182,8 @@ struct StoreTests {
         }
     }
 
-    @Test("a key over the engine limit is refused naming the type", arguments: StoreKind.allCases)
-    func keyTooLarge(kind: StoreKind) throws {
+    @Test("a key over the engine limit is refused naming the type", arguments: BundledEngines.all)
+    func keyTooLarge(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let long = Person(lastName: String(repeating: "x", count: 600), firstName: "y", age: 1)
             #expect(throws: RecordError.keyTooLarge(type: "Person", length: 613, limit: 511)) {
@@ -211,11 +212,11 @@ struct StoreTests {
         }
     }
 
-    @Test("corrupt values and keys throw naming the type; other records still read", arguments: StoreKind.allCases.filter { $0 != .memory })
-    func corruption(kind: StoreKind) throws {
+    @Test("corrupt values and keys throw naming the type; other records still read", arguments: BundledEngines.onDisk)
+    func corruption(kind: EngineKind) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let store = try Store(kind.engine(dir.path))
+        let store = try Store(kind.configuration(path: dir.path))
         try store.withTransaction { ctx in for p in people { try ctx.insert(p) } }
         // Damage values and keys underneath the record layer.
         let korben = KeyCodec.encode("Person", "Dallas", "Korben")
@@ -242,11 +243,11 @@ struct StoreTests {
         try store.close()
     }
 
-    @Test("every flipped bit of a stored value or key is caught; other records still read", arguments: StoreKind.allCases.filter { $0 != .memory })
-    func bitFlips(kind: StoreKind) throws {
+    @Test("every flipped bit of a stored value or key is caught; other records still read", arguments: BundledEngines.onDisk)
+    func bitFlips(kind: EngineKind) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let store = try Store(kind.engine(dir.path))
+        let store = try Store(kind.configuration(path: dir.path))
         try store.withTransaction { ctx in for p in people { try ctx.insert(p) } }
         let key = KeyCodec.encode("Person", "Dallas", "Korben")
         let original = try store.engine.read { tx in try tx.get(key)! }

@@ -1,7 +1,8 @@
 import ArgumentParser
 import CAllocationCounter
 import Foundation
-import Strata
+import StrataBundledEngines
+import StrataRecords
 import StrataEngine
 import StrataLevelDB
 import StrataLMDB
@@ -129,12 +130,10 @@ struct Bench: ParsableCommand {
         return outcome
     }
 
+    /// Opens a bundled engine with its default options, as a user gets it.
     static func openEngine(_ name: String, _ path: String, _ options: EngineOptions) throws -> any KeyValueEngine {
-        switch name {
-        case "lmdb": return try LMDBEngine(path: path, options: options, lmdb: LMDBOptions(mapSize: 1 << 34))
-        case "leveldb": return try LevelDBEngine(path: path, options: options)
-        default: return try SQLiteEngine(path: path, options: options)
-        }
+        guard let kind = BundledEngines.named(name) else { throw ValidationError("unknown engine \(name)") }
+        return try kind.open(path, options)
     }
 
     static func directorySize(_ path: String) -> UInt64 {

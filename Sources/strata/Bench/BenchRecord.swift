@@ -1,5 +1,5 @@
 import Foundation
-import Strata
+import StrataRecords
 import StrataKeyCodec
 
 /// The record-layer workload's record: a composite key (group, id) and a ~100-byte field,

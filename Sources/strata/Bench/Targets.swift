@@ -1,6 +1,6 @@
 import CRawBench
 import Foundation
-import Strata
+import StrataRecords
 import StrataEngine
 
 /// One implementation under measurement: raw C, Strata's engine layer, or its record layer.

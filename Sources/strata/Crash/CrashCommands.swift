@@ -35,9 +35,9 @@ struct CrashTest: ParsableCommand {
 
     func run() throws {
         var failed = false
-        for choice in engine.engines where choice != .memory {
-            let totals = try CrashRounds(engine: choice, kills: kills, seed: seed, fault: injectFault).run()
-            say("\(choice.rawValue): \(totals.kills) kills, \(totals.checked) acknowledged transactions checked, \(totals.lost) lost, \(totals.partial) partial")
+        for kind in engine.engines where kind.declaration.capabilities.contains(.persistent) {
+            let totals = try CrashRounds(engine: kind, kills: kills, seed: seed, fault: injectFault).run()
+            say("\(kind.name): \(totals.kills) kills, \(totals.checked) acknowledged transactions checked, \(totals.lost) lost, \(totals.partial) partial")
             if totals.lost + totals.partial > 0 { failed = true }
         }
         if failed { throw ExitCode.failure }
@@ -46,7 +46,7 @@ struct CrashTest: ParsableCommand {
 
 /// One engine's crash rounds on one store, reopened after every kill (never repaired).
 struct CrashRounds {
-    let engine: EngineChoice
+    let engine: EngineKind
     let kills: Int
     let seed: UInt64
     let fault: String?
@@ -54,7 +54,7 @@ struct CrashRounds {
     struct Totals { var kills = 0, checked = 0, lost = 0, partial = 0 }
 
     func run() throws -> Totals {
-        let path = NSTemporaryDirectory() + "strata-crash-\(engine.rawValue)-\(getpid())"
+        let path = NSTemporaryDirectory() + "strata-crash-\(engine.name)-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: path) }
         var random = SeededRandom(seed: seed)
         var totals = Totals()
@@ -97,9 +97,9 @@ final class WriterProcess: @unchecked Sendable {
     private var last: UInt64 = 0
     private var count = 0
 
-    init(engine: EngineChoice, path: String) throws {
+    init(engine: EngineKind, path: String) throws {
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        process.arguments = ["crash-writer", "--engine", engine.rawValue, "--path", path]
+        process.arguments = ["crash-writer", "--engine", engine.name, "--path", path]
         process.standardOutput = pipe
         process.standardError = pipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in

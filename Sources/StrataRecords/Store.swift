@@ -1,10 +1,6 @@
 import Foundation
 import StrataEngine
 import StrataKeyCodec
-import StrataLevelDB
-import StrataLMDB
-import StrataMemory
-import StrataSQLite
 
 /// A record store on the engine of your choice.
 ///
@@ -20,30 +16,15 @@ import StrataSQLite
 /// share one instance between threads and tasks (opening the same path twice in a process is
 /// refused with ``StrataEngine/EngineError/alreadyOpen(path:)``).
 public final class Store: Sendable {
-    /// The storage engine, picked when the store is opened.
-    public enum Engine: Sendable {
-        case lmdb(path: String, options: LMDBOptions = LMDBOptions())
-        case leveldb(path: String, options: LevelDBOptions = LevelDBOptions())
-        case sqlite(path: String)
-        /// In memory, for tests: gone when the store is closed.
-        case memory
-    }
-
     /// The engine underneath, for engine-level work.
     public let engine: any KeyValueEngine
     @usableFromInline let catalog = Catalog()
 
-    /// Opens (with `.create`, creates) a store on `engine`.
-    public convenience init(_ engine: Engine, mode: OpenMode = .create, durability: Durability = .full) throws {
-        let options = EngineOptions(mode: mode, durability: durability)
-        let opened: any KeyValueEngine
-        switch engine {
-        case let .lmdb(path, lmdb): opened = try LMDBEngine(path: path, options: options, lmdb: lmdb)
-        case let .leveldb(path, leveldb): opened = try LevelDBEngine(path: path, options: options, leveldb: leveldb)
-        case let .sqlite(path): opened = try SQLiteEngine(path: path, options: options)
-        case .memory: opened = MemoryEngine()
-        }
-        try self.init(engine: opened, readOnly: mode == .readOnly)
+    /// Opens (with `.create`, creates) a store on `engine`: `.lmdb(path:)`, `.leveldb(path:)`,
+    /// `.sqlite(path:)` and `.memory` come with their adapter modules (all of them with `import
+    /// Strata`), your own engines through an ``StrataEngine/EngineConfiguration`` of your own.
+    public convenience init(_ engine: EngineConfiguration, mode: OpenMode = .create, durability: Durability = .full) throws {
+        try self.init(engine: try engine.open(EngineOptions(mode: mode, durability: durability)), readOnly: mode == .readOnly)
     }
 
     /// Opens a store on an engine you opened yourself (any ``KeyValueEngine``).

@@ -1,7 +1,5 @@
-import StrataEngine
-
-/// The writes of a LevelDB write transaction that are not yet in the database, indexed so the
-/// transaction can read its own writes: by key for `get`, in key order for scans.
+/// The writes of a transaction that the storage cannot read back (its write transactions do not
+/// see their own writes), indexed so the transaction can: by key for `get`, in key order for scans.
 ///
 /// A `nil` value is a pending delete (a tombstone that hides the stored value). Keys are kept in
 /// insertion order and sorted lazily when a scan needs them; sequential writes stay sorted.

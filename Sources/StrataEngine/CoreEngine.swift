@@ -1,0 +1,113 @@
+/// A ``KeyValueEngine`` built from a storage's primitives: the one implementation of the
+/// contract that does not depend on storage (see ``KeyValueStorage`` for the division of work).
+///
+/// Adapters open their storage through it:
+///
+/// ```swift
+/// let core = try CoreEngine(declaration: declaration, path: path, options: options) { context in
+///     try MyStorage(directory: context.path!, options: context.options)
+/// }
+/// ```
+///
+/// and either hand it out as it is or wrap it in a type of their own (``CoreBackedEngine``).
+public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
+    public let declaration: EngineDeclaration
+    /// The store's directory, or `nil` for storage without one.
+    public let path: String?
+    public let options: EngineOptions
+    /// The storage underneath (for adapter-specific queries such as LMDB's map size).
+    public let storage: any KeyValueStorage
+
+    let gate = TransactionGate()
+    private let claimedPath: String?
+
+    public var engineName: String { declaration.name }
+    public var capabilities: EngineCapabilities { declaration.capabilities }
+    public var limits: EngineLimits { declaration.limits }
+
+    /// Prepares the store's directory (when the declaration names a marker file), claims the
+    /// path for this process, and opens the storage with `open`. A failed open releases the path
+    /// and leaves nothing behind that the storage did not.
+    public init(
+        declaration: EngineDeclaration, path: String?, options: EngineOptions,
+        open: (StorageContext) throws -> any KeyValueStorage
+    ) throws {
+        self.declaration = declaration
+        self.path = path
+        self.options = options
+        if let path, let marker = declaration.marker {
+            try StoreDirectory.prepare(path, marker: marker, mode: options.mode)
+            claimedPath = try OpenPathRegistry.claim(path)
+        } else {
+            claimedPath = nil
+        }
+        do {
+            storage = try open(StorageContext(path: path, options: options, services: StorageServices(gate: gate)))
+        } catch {
+            if let claimedPath { OpenPathRegistry.release(claimedPath) }
+            throw error
+        }
+    }
+
+    deinit {
+        if !gate.isClosed, let claimedPath { OpenPathRegistry.release(claimedPath) }
+    }
+
+    public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
+        while true {
+            var exclusive: StorageNeedsExclusiveAccess?
+            var result: R?
+            try gate.withRead {
+                let primitive: any StorageReadTransaction
+                do {
+                    primitive = try storage.beginRead()
+                } catch let needed as StorageNeedsExclusiveAccess {
+                    exclusive = needed
+                    return
+                }
+                let transaction = CoreTransaction(core: self, reader: primitive, writer: nil)
+                defer { transaction.end() }
+                result = try body(transaction)
+            }
+            if let exclusive {
+                try gate.withWrite { try gate.withReadersDrained { try exclusive.action() } }
+                continue
+            }
+            return result!
+        }
+    }
+
+    public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
+        if options.mode == .readOnly { throw EngineError.readOnly(path: path ?? declaration.name) }
+        return try gate.withWrite {
+            let primitive = try storage.beginWrite()
+            let transaction = CoreTransaction(core: self, reader: primitive, writer: primitive)
+            defer { transaction.end() }
+            let result = try body(transaction)
+            try transaction.commit()
+            return result
+        }
+    }
+
+    public func close() throws {
+        try gate.close {
+            defer { if let claimedPath { OpenPathRegistry.release(claimedPath) } }
+            try storage.close()
+        }
+    }
+}
+
+/// An engine type of an adapter that wraps a ``CoreEngine``: the engine requirements are
+/// forwarded to it, so the adapter's type adds only what is its own (options, file names).
+public protocol CoreBackedEngine: KeyValueEngine {
+    var core: CoreEngine { get }
+}
+
+extension CoreBackedEngine {
+    public var engineName: String { core.engineName }
+    public var capabilities: EngineCapabilities { core.capabilities }
+    public var limits: EngineLimits { core.limits }
+    public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R { try core.read(body) }
+    public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R { try core.write(body) }
+    public func close() throws { try core.close() }
+}

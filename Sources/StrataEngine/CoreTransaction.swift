@@ -1,0 +1,253 @@
+/// A transaction of a ``CoreEngine``: the contract's checks and bookkeeping around the
+/// storage's primitives. Valid only inside the closure it is lent to.
+final class CoreTransaction: KeyValueWriter {
+    private unowned let core: CoreEngine
+    private let reader: any StorageReadTransaction
+    private let writer: (any StorageWriteTransaction)?
+    private let limits: EngineLimits
+    private var ended = false
+    /// Closures currently holding bytes borrowed from this transaction.
+    private var lent = 0
+    /// The storage error that broke this write transaction: it can only roll back now.
+    private var failure: Error?
+    /// Writes so far, counted against the declared per-transaction limits.
+    private var operations = 0
+    private var bytes = 0
+    /// Pending writes for storage that cannot read its own (`nil` otherwise).
+    private var overlay: PendingWrites?
+    /// Whether `overlay` holds every write so far (it is built on the first read after writing).
+    private var overlayIndexed = true
+
+    init(core: CoreEngine, reader: any StorageReadTransaction, writer: (any StorageWriteTransaction)?) {
+        self.core = core
+        self.reader = reader
+        self.writer = writer
+        limits = core.declaration.limits
+        if writer != nil && !core.declaration.readsOwnWrites {
+            overlay = PendingWrites()
+            overlayIndexed = !(writer is BufferedStorageWriteTransaction)
+        }
+    }
+
+    /// Ends the transaction (rolling back a writer that did not commit). Later use throws.
+    func end() {
+        guard !ended else { return }
+        ended = true
+        reader.end()
+    }
+
+    func commit() throws {
+        if let failure { throw failure }
+        guard !ended, let writer else { throw EngineError.transactionEnded }
+        try writer.commit()
+    }
+
+    // MARK: Reads
+
+    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        try checkKey(key)
+        try live()
+        // Writes are refused while the body runs, also for a missing key, on every engine.
+        lent += 1
+        defer { lent -= 1 }
+        if overlay != nil, let own = pendingValue(key) {
+            guard let value = own else { return try body(nil) }
+            return try value.withUnsafeBytes { try body($0) }
+        }
+        var result: Result<R, Error>?
+        do {
+            try reader.get(key) { value in result = Result { try body(value) } }
+        } catch {
+            throw broken(error)
+        }
+        return try result!.get()
+    }
+
+    func scan(
+        _ range: KeyRange, reverse: Bool, limit: Int?,
+        _ visit: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        try live()
+        if let limit, limit < 0 { throw EngineError.invalidArgument("scan limit \(limit) is negative") }
+        guard limit != 0, let range = range.resolved() else { return }
+        lent += 1
+        defer { lent -= 1 }
+        var visited = 0
+        var callerError: Error?
+        let emit = { (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool in
+            do {
+                guard try visit(key, value) else { return false }
+            } catch {
+                callerError = error
+                return false
+            }
+            visited += 1
+            return limit.map { visited < $0 } ?? true
+        }
+        do {
+            if overlay != nil {
+                try mergedScan(range, reverse: reverse, emit)
+            } else {
+                try reader.scan(range, reverse: reverse, emit)
+            }
+        } catch {
+            throw broken(error)
+        }
+        if let callerError { throw callerError }
+    }
+
+    // MARK: Writes
+
+    func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
+        try checkKey(key)
+        let writer = try writableCheck()
+        if let max = limits.maxValueLength, value.count > max { throw EngineError.valueTooLarge(length: value.count, limit: max) }
+        try count(bytes: key.count + value.count)
+        do { try writer.put(value, forKey: key) } catch { throw broken(error) }
+        if overlayIndexed { overlay?.set(Array(key), Array(value)) }
+    }
+
+    func delete(_ key: UnsafeRawBufferPointer) throws {
+        try checkKey(key)
+        let writer = try writableCheck()
+        try count(bytes: key.count)
+        do { try writer.delete(key) } catch { throw broken(error) }
+        if overlayIndexed { overlay?.set(Array(key), nil) }
+    }
+
+    func clear(_ range: KeyRange) throws -> Int {
+        let writer = try writableCheck()
+        try count(bytes: 0)
+        guard let range = range.resolved() else { return 0 }
+        guard overlay != nil else {
+            do { return try writer.clear(range) } catch { throw broken(error) }
+        }
+        // The storage cannot see its pending writes: delete every key this transaction sees.
+        var doomed: [[UInt8]] = []
+        try scan(KeyRange(range), reverse: false, limit: nil) { key, _ in
+            doomed.append(Array(key))
+            return true
+        }
+        for key in doomed {
+            do { try key.withUnsafeBytes { try writer.delete($0) } } catch { throw broken(error) }
+            overlay?.set(key, nil)  // the scan above indexed the overlay
+        }
+        return doomed.count
+    }
+
+    // MARK: Checks
+
+    @inline(__always)
+    private func checkKey(_ key: UnsafeRawBufferPointer) throws(EngineError) {
+        if key.count == 0 { throw .emptyKey }
+        if key.count > limits.maxKeyLength { throw .keyTooLarge(length: key.count, limit: limits.maxKeyLength) }
+    }
+
+    @inline(__always)
+    private func live() throws {
+        if let failure { throw failure }
+        if ended { throw EngineError.transactionEnded }
+    }
+
+    @inline(__always)
+    private func writableCheck() throws -> any StorageWriteTransaction {
+        try live()
+        guard let writer else { throw EngineError.readOnly(path: core.path ?? core.declaration.name) }
+        if lent > 0 { throw EngineError.writeWhileReading }
+        return writer
+    }
+
+    /// Counts one write of `bytes` against the declared per-transaction limits.
+    @inline(__always)
+    private func count(bytes added: Int) throws(EngineError) {
+        if let max = limits.maxOperationsPerTransaction {
+            if operations >= max { throw .transactionTooLarge(what: "writes", limit: max) }
+        }
+        if let max = limits.maxBytesPerTransaction {
+            if bytes + added > max { throw .transactionTooLarge(what: "bytes of keys and values", limit: max) }
+        }
+        operations += 1
+        bytes += added
+    }
+
+    /// Records a storage error that broke a write transaction and returns it. A read
+    /// transaction is not broken by a failed read.
+    private func broken(_ error: Error) -> Error {
+        if writer != nil { failure = error }
+        return error
+    }
+
+    // MARK: The overlay of pending writes
+
+    /// This transaction's own value for `key`: `.some(nil)` when it deleted it, `nil` when it
+    /// did not touch it.
+    private func pendingValue(_ key: UnsafeRawBufferPointer) -> [UInt8]?? {
+        indexOverlay()
+        return overlay?.lookup(key)
+    }
+
+    /// Builds the overlay from the storage's buffered writes, once.
+    private func indexOverlay() {
+        guard !overlayIndexed, let buffered = writer as? BufferedStorageWriteTransaction else { return }
+        overlayIndexed = true
+        buffered.replayBufferedWrites { key, value in
+            overlay?.set(Array(key), value.map { Array($0) })
+        }
+    }
+
+    /// Walks the snapshot and the pending writes together, in order: a pending write shadows the
+    /// stored value of its key, a pending delete hides it.
+    private func mergedScan(
+        _ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool
+    ) throws {
+        indexOverlay()
+        guard var pending = overlay, !pending.isEmpty else {
+            return try reader.scan(range, reverse: reverse, visit)
+        }
+        let keys = pending.sortedKeys()
+        overlay = pending
+        // The pending keys inside the range, in the scan's direction.
+        let start = range.lower.map { keys.firstIndex(atOrAbove: $0.key, inclusive: $0.inclusive) } ?? 0
+        let end = range.upper.map { keys.firstIndex(atOrAbove: $0.key, inclusive: !$0.inclusive) } ?? keys.count
+        let ownKeys = start < end ? keys[start..<end] : []
+        var next = reverse ? ownKeys.endIndex - 1 : ownKeys.startIndex
+        func hasOwn() -> Bool { ownKeys.indices.contains(next) }
+        func advanceOwn() { next += reverse ? -1 : 1 }
+        /// Visits pending writes that come before `stored` (all remaining ones when `nil`) in
+        /// scan order; returns false when the visitor stopped. Skips a pending key equal to
+        /// `stored` after visiting it, setting `shadowed`.
+        var stopped = false
+        func emitOwn(before stored: UnsafeRawBufferPointer?, shadowed: inout Bool) {
+            while !stopped, hasOwn() {
+                let key = ownKeys[next]
+                let order = stored.map { s in key.withUnsafeBytes { Bytewise.compare($0, s) } }
+                if let order, (reverse ? -order : order) > 0 { return }
+                if order == 0 { shadowed = true }
+                advanceOwn()
+                if let value = pending.value(key) {
+                    if !key.withUnsafeBytes({ k in value.withUnsafeBytes { visit(k, $0) } }) { stopped = true }
+                }
+                if order == 0 { return }
+            }
+        }
+        try reader.scan(range, reverse: reverse) { key, value in
+            var shadowed = false
+            emitOwn(before: key, shadowed: &shadowed)
+            if stopped { return false }
+            if shadowed { return true }
+            if !visit(key, value) { stopped = true }
+            return !stopped
+        }
+        var ignored = false
+        emitOwn(before: nil, shadowed: &ignored)
+    }
+}
+
+extension KeyRange {
+    /// The range a resolved range stands for.
+    init(_ resolved: ResolvedRange) {
+        self.init(
+            lower: resolved.lower.map { $0.inclusive ? .inclusive($0.key) : .exclusive($0.key) } ?? .unbounded,
+            upper: resolved.upper.map { $0.inclusive ? .inclusive($0.key) : .exclusive($0.key) } ?? .unbounded)
+    }
+}
