@@ -69,7 +69,7 @@ final class CoreTransaction: KeyValueWriter {
     ) throws {
         try live()
         if let limit, limit < 0 { throw EngineError.invalidArgument("scan limit \(limit) is negative") }
-        guard limit != 0, let range = range.resolved() else { return }
+        guard limit != 0, let range = range.resolved(maxKeyLength: limits.maxKeyLength) else { return }
         lent += 1
         defer { lent -= 1 }
         var visited = 0
@@ -118,7 +118,7 @@ final class CoreTransaction: KeyValueWriter {
     func clear(_ range: KeyRange) throws -> Int {
         let writer = try writableCheck()
         try count(bytes: 0)
-        guard let range = range.resolved() else { return 0 }
+        guard let range = range.resolved(maxKeyLength: limits.maxKeyLength) else { return 0 }
         guard overlay != nil else {
             do { return try writer.clear(range) } catch { throw broken(error) }
         }

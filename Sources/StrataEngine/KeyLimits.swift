@@ -3,28 +3,13 @@
 public enum KeyLimits {
     /// The longest key, in bytes.
     public static let maxKeyLength = 511
-
-    /// Throws unless `key` is a storable key (1...511 bytes).
-    @inline(__always)
-    public static func validate(_ key: UnsafeRawBufferPointer) throws(EngineError) {
-        if key.count == 0 { throw .emptyKey }
-        if key.count > maxKeyLength { throw .keyTooLarge(length: key.count, limit: maxKeyLength) }
-    }
 }
 
-extension KeyLimits {
-    /// Throws for a negative scan limit; every adapter checks limits here.
-    @inline(__always)
-    public static func validate(limit: Int?) throws(EngineError) {
-        if let limit, limit < 0 { throw .invalidArgument("scan limit \(limit) is negative") }
-    }
-}
-
-/// A ``KeyRange`` rewritten for adapters: bounds no longer than a key and never empty,
+/// A ``KeyRange`` rewritten for storage primitives: bounds no longer than a key and never empty,
 /// or no range at all when it provably holds no key.
 ///
-/// Every adapter scans and clears through this form, so that empty bounds, over-long bounds
-/// and inverted ranges are handled once, identically for all engines.
+/// The core hands every scan and clear to the storage in this form, so that empty bounds,
+/// over-long bounds and inverted ranges are handled once, identically for all engines.
 public struct ResolvedRange: Sendable, Hashable {
     public struct Bound: Sendable, Hashable {
         public var key: [UInt8]
@@ -64,11 +49,11 @@ public struct ResolvedRange: Sendable, Hashable {
 extension KeyRange {
     /// The range in adapter form, or `nil` when no storable key can lie inside it.
     ///
-    /// Keys are 1...511 bytes, so: an empty lower bound is no bound; an empty upper bound
-    /// admits nothing; a bound `b` longer than 511 bytes is replaced by its 511-byte prefix
-    /// `p` (`k >= b` and `k > b` become `k > p`; `k <= b` and `k < b` become `k <= p`).
-    public func resolved() -> ResolvedRange? {
-        let max = KeyLimits.maxKeyLength
+    /// Keys are 1...`maxKeyLength` bytes, so: an empty lower bound is no bound; an empty upper
+    /// bound admits nothing; a bound `b` longer than `maxKeyLength` bytes is replaced by its
+    /// prefix `p` of that length (`k >= b` and `k > b` become `k > p`; `k <= b` and `k < b`
+    /// become `k <= p`).
+    public func resolved(maxKeyLength max: Int = KeyLimits.maxKeyLength) -> ResolvedRange? {
         var result = ResolvedRange()
         switch lower {
         case .unbounded: break

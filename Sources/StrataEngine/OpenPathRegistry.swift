@@ -6,13 +6,13 @@ import Foundation
 /// ``EngineError/alreadyOpen(path:)``: LMDB must not open an environment twice in one process
 /// (closing either copy drops the other's locks) and LevelDB refuses it, so Strata refuses it
 /// uniformly rather than let engines differ.
-public enum OpenPathRegistry {
+enum OpenPathRegistry {
     nonisolated(unsafe) private static var paths: Set<String> = []
     private static let lock = NSLock()
 
     /// Claims `path` (resolved through symbolic links), or throws when it is already open here.
     /// Returns the canonical path to pass to ``release(_:)``.
-    public static func claim(_ path: String) throws(EngineError) -> String {
+    static func claim(_ path: String) throws(EngineError) -> String {
         let canonical = canonicalPath(path)
         lock.lock(); defer { lock.unlock() }
         guard paths.insert(canonical).inserted else { throw .alreadyOpen(path: path) }
@@ -20,13 +20,13 @@ public enum OpenPathRegistry {
     }
 
     /// Gives back a path claimed with ``claim(_:)``.
-    public static func release(_ canonical: String) {
+    static func release(_ canonical: String) {
         lock.lock(); defer { lock.unlock() }
         paths.remove(canonical)
     }
 
     /// The absolute path with symbolic links resolved, where it exists.
-    public static func canonicalPath(_ path: String) -> String {
+    static func canonicalPath(_ path: String) -> String {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         guard let resolved = realpath(absolute, nil) else { return absolute }
         defer { free(resolved) }

@@ -2,14 +2,14 @@ import Foundation
 
 /// The checks every adapter makes on a store's directory before its library touches it,
 /// so that a wrong path fails the same way on every engine and nothing is written there.
-public enum StoreDirectory {
+enum StoreDirectory {
     /// Prepares `path` for opening a store whose presence is shown by `marker` (a file the
     /// engine always keeps in its directory, e.g. `data.mdb`).
     ///
     /// - `.create`: creates the directory when missing; refuses a regular file, and a non-empty
     ///   directory without the marker (someone else's files).
     /// - `.openExisting`, `.readOnly`: refuses a missing directory or one without the marker.
-    public static func prepare(_ path: String, marker: String, mode: OpenMode) throws(EngineError) {
+    static func prepare(_ path: String, marker: String, mode: OpenMode) throws(EngineError) {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
         let exists = fm.fileExists(atPath: path, isDirectory: &isDirectory)

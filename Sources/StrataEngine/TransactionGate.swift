@@ -1,13 +1,13 @@
 import Foundation
 
-/// The admission control every adapter shares: many readers at once, one writer at a time
-/// (other writers wait), nested transactions refused, and `close()` that waits for running
-/// transactions instead of freeing handles under them.
+/// The core's admission control: many readers at once, one writer at a time (other writers
+/// wait), nested transactions refused, and `close()` that waits for running transactions instead
+/// of freeing handles under them.
 ///
-/// Adapters wrap each transaction in ``withRead(_:)`` or ``withWrite(_:)`` and release their
-/// C handles inside ``close(_:)``. Nesting is detected per thread: transaction bodies are
+/// ``CoreEngine`` wraps each transaction in ``withRead(_:)`` or ``withWrite(_:)`` and releases
+/// the storage inside ``close(_:)``. Nesting is detected per thread: transaction bodies are
 /// synchronous, so a body runs entirely on the thread that began it.
-public final class TransactionGate: @unchecked Sendable {
+final class TransactionGate: @unchecked Sendable {
     private let condition = NSCondition()
     private var closing = false
     private var closed = false
@@ -17,17 +17,17 @@ public final class TransactionGate: @unchecked Sendable {
     /// Threads currently inside a transaction of this store.
     private var activeThreads: [pthread_t] = []
 
-    public init() {}
+    init() {}
 
     /// Whether the store has been closed (or is closing).
-    public var isClosed: Bool {
+    var isClosed: Bool {
         condition.lock(); defer { condition.unlock() }
         return closing || closed
     }
 
     /// Runs `body` as a reader: admitted unless the store is closed or this thread is already
     /// inside a transaction of this store.
-    public func withRead<R>(_ body: () throws -> R) throws -> R {
+    func withRead<R>(_ body: () throws -> R) throws -> R {
         condition.lock()
         do {
             try admitThisThread()
@@ -45,7 +45,7 @@ public final class TransactionGate: @unchecked Sendable {
     }
 
     /// Runs `body` as the single writer, waiting while another writer runs.
-    public func withWrite<R>(_ body: () throws -> R) throws -> R {
+    func withWrite<R>(_ body: () throws -> R) throws -> R {
         condition.lock()
         do {
             try admitThisThread()
@@ -69,7 +69,7 @@ public final class TransactionGate: @unchecked Sendable {
     /// Throws ``EngineError/mustRetry(reason:)`` when readers are still running after `timeout`
     /// seconds: a reader that waits for this writer (directly or through another thread) would
     /// otherwise deadlock the store.
-    public func withReadersDrained<R>(timeout: Double = 10, _ body: () throws -> R) throws -> R {
+    func withReadersDrained<R>(timeout: Double = 10, _ body: () throws -> R) throws -> R {
         condition.lock()
         exclusivePending = true
         let deadline = Date().addingTimeInterval(timeout)
@@ -93,7 +93,7 @@ public final class TransactionGate: @unchecked Sendable {
 
     /// Refuses new transactions, waits for the running ones to end, then runs `release`
     /// (which frees the engine's handles) once. Later calls do nothing.
-    public func close(_ release: () throws -> Void) throws {
+    func close(_ release: () throws -> Void) throws {
         condition.lock()
         if closed || closing { condition.unlock(); return }
         if activeThreads.contains(where: { pthread_equal($0, pthread_self()) != 0 }) {
