@@ -126,7 +126,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
 
     func beginRead() throws -> any StorageReadTransaction {
         do {
-            return LMDBTransaction(storage: self, txn: try beginTransaction(readOnly: true), writable: false)
+            return LMDBTransaction(storage: self, txn: try beginTransaction(readOnly: true))
         } catch is MapResizedByAnotherProcess {
             // Adopt the new size as the writer would, alone, then begin again.
             throw StorageNeedsExclusiveAccess { try self.setMapSize(0, "adopting a map grown by another process") }
@@ -134,7 +134,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     }
 
     func beginWrite() throws -> any StorageWriteTransaction {
-        LMDBTransaction(storage: self, txn: try beginTransaction(readOnly: false), writable: true)
+        LMDBTransaction(storage: self, txn: try beginTransaction(readOnly: false))
     }
 
     /// Begins an LMDB transaction, adopting a map grown by another process when LMDB asks.

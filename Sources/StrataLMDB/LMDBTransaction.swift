@@ -11,7 +11,7 @@ final class LMDBTransaction: StorageWriteTransaction {
     /// The LMDB transaction id the body's reads belong to.
     private let txnID: Int
 
-    init(storage: LMDBStorage, txn: OpaquePointer, writable: Bool) {
+    init(storage: LMDBStorage, txn: OpaquePointer) {
         self.storage = storage
         self.txn = txn
         txnID = mdb_txn_id(txn)
