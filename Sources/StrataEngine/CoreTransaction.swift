@@ -54,13 +54,18 @@ final class CoreTransaction: KeyValueWriter {
             guard let value = own else { return try body(nil) }
             return try value.withUnsafeBytes { try body($0) }
         }
-        var result: Result<R, Error>?
+        // The caller's errors are wrapped on their way through the storage, so that only the
+        // storage's own errors break the transaction. (No generic local such as `R?` here: this
+        // code runs unspecialized, where such a type costs a metadata lookup per call.)
         do {
-            try reader.get(key) { value in result = Result { try body(value) } }
+            return try reader.get(key) { value in
+                do { return try body(value) } catch { throw CallerError(error) }
+            }
+        } catch let error as CallerError {
+            throw error.error
         } catch {
             throw broken(error)
         }
-        return try result!.get()
     }
 
     func scan(
@@ -73,22 +78,20 @@ final class CoreTransaction: KeyValueWriter {
         lent += 1
         defer { lent -= 1 }
         var visited = 0
+        let most = limit ?? .max
         var callerError: Error?
-        let emit = { (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool in
-            do {
-                guard try visit(key, value) else { return false }
-            } catch {
-                callerError = error
-                return false
-            }
-            visited += 1
-            return limit.map { visited < $0 } ?? true
-        }
+        // The visitor is a closure literal passed straight on (not stored in a variable), so it
+        // stays non-escaping: its captures need no box and no runtime exclusivity checks.
         do {
-            if overlay != nil {
-                try mergedScan(range, reverse: reverse, emit)
-            } else {
-                try reader.scan(range, reverse: reverse, emit)
+            try mergedScan(range, reverse: reverse) { key, value in
+                do {
+                    if try !visit(key, value) { return false }
+                } catch {
+                    callerError = error
+                    return false
+                }
+                visited &+= 1
+                return visited < most
             }
         } catch {
             throw broken(error)
@@ -196,7 +199,8 @@ final class CoreTransaction: KeyValueWriter {
     }
 
     /// Walks the snapshot and the pending writes together, in order: a pending write shadows the
-    /// stored value of its key, a pending delete hides it.
+    /// stored value of its key, a pending delete hides it. Without pending writes, the storage's
+    /// own scan.
     private func mergedScan(
         _ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool
     ) throws {
@@ -241,6 +245,12 @@ final class CoreTransaction: KeyValueWriter {
         var ignored = false
         emitOwn(before: nil, shadowed: &ignored)
     }
+}
+
+/// An error of the caller's closure, on its way through a storage primitive.
+private struct CallerError: Error {
+    let error: Error
+    init(_ error: Error) { self.error = error }
 }
 
 extension KeyRange {

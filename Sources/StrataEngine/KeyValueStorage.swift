@@ -37,10 +37,10 @@ public protocol KeyValueStorage: AnyObject {
 
 /// The read primitives of one transaction.
 public protocol StorageReadTransaction: AnyObject {
-    /// Calls `body` once with the value stored under `key`, or with `nil` when it is absent.
-    /// The buffer is valid only inside `body`, which may read (not write) the transaction and
-    /// never throws (the core keeps the caller's errors).
-    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws
+    /// Calls `body` once with the value stored under `key`, or with `nil` when it is absent, and
+    /// returns what it returns. The buffer is valid only inside `body`, which may read (not
+    /// write) the transaction. An error thrown by `body` must pass through unchanged.
+    func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R
 
     /// Visits the pairs of `range` in key order (descending when `reverse`) until `visit`
     /// returns `false` or the range ends. The buffers are valid only during one call of `visit`,

@@ -19,12 +19,12 @@ final class LMDBTransaction: StorageWriteTransaction {
 
     // MARK: Reads
 
-    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws {
+    func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         var k = MDB_val(key), v = MDB_val()
         let rc = mdb_get(txn, storage.dbi, &k, &v)
-        if rc == MDB_NOTFOUND { return body(nil) }
+        if rc == MDB_NOTFOUND { return try body(nil) }
         try check(rc, "reading a key", path: storage.path)
-        body(v.buffer)
+        return try body(v.buffer)
     }
 
     func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {

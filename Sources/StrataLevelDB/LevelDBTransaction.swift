@@ -40,15 +40,15 @@ final class LevelDBTransaction: BufferedStorageWriteTransaction {
 
     // MARK: Reads
 
-    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws {
+    func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         var length = 0
         var err: UnsafeMutablePointer<CChar>?
         let value = leveldb_get(db, readOptions, key.chars, key.count, &length, &err)
         try check(err, "reading a key", path: storage.path)
         // The C API copies the value into a malloc'd buffer (an empty value is a non-NULL malloc(0)).
-        guard let value else { return body(nil) }
+        guard let value else { return try body(nil) }
         defer { leveldb_free(value) }
-        body(UnsafeRawBufferPointer(start: value, count: length))
+        return try body(UnsafeRawBufferPointer(start: value, count: length))
     }
 
     func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {

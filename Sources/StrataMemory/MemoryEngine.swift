@@ -70,10 +70,10 @@ final class MemoryTransaction: StorageWriteTransaction {
         self.storage = storage
     }
 
-    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws {
+    func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         let i = data.index(of: key)
-        guard i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 else { return body(nil) }
-        data.values[i].withUnsafeBytes { body($0) }
+        guard i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 else { return try body(nil) }
+        return try data.values[i].withUnsafeBytes { try body($0) }
     }
 
     func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {

@@ -46,12 +46,12 @@ final class SQLiteTransaction: StorageWriteTransaction {
 
     // MARK: Reads
 
-    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws {
+    func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         try connection.withStatement("SELECT v FROM kv WHERE k = ?1") { statement in
             key.bindBlob(to: statement, at: 1)
             let rc = sqlite3_step(statement)
             guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "reading a key", path: storage.path) }
-            body(rc == SQLITE_ROW ? UnsafeRawBufferPointer(column: 0, of: statement) : nil)
+            return try body(rc == SQLITE_ROW ? UnsafeRawBufferPointer(column: 0, of: statement) : nil)
         }
     }
 

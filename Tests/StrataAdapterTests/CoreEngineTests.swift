@@ -49,9 +49,9 @@ final class SortedArrayTransaction: StorageWriteTransaction {
 
     private func has(_ i: Int, _ key: UnsafeRawBufferPointer) -> Bool { i < pairs.count && pairs[i].key.elementsEqual(key) }
 
-    func get(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) -> Void) throws {
+    func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         let i = index(key)
-        if has(i, key) { pairs[i].value.withUnsafeBytes { body($0) } } else { body(nil) }
+        return has(i, key) ? try pairs[i].value.withUnsafeBytes { try body($0) } : try body(nil)
     }
 
     func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
