@@ -1,6 +1,7 @@
 import Foundation
 import StrataConformance
 import StrataEngine
+import StrataMemory
 import Testing
 
 /// Storage primitives over a sorted array, written for these tests only (not StrataMemory): the
@@ -17,8 +18,8 @@ final class SortedArrayStorage: KeyValueStorage, @unchecked Sendable {
     func publish(_ pairs: [(key: [UInt8], value: [UInt8])]) { lock.withLock { committed = pairs } }
     func close() throws {}
 
-    static func engine(dropDeletes: Bool = false) throws -> EngineUnderTest {
-        let declaration = EngineDeclaration(name: dropDeletes ? "sorted-array (drops deletes)" : "sorted-array", capabilities: [])
+    static func engine(dropDeletes: Bool = false, limits: EngineLimits = EngineLimits()) throws -> EngineUnderTest {
+        let declaration = EngineDeclaration(name: dropDeletes ? "sorted-array (drops deletes)" : "sorted-array", capabilities: [], limits: limits)
         return try EngineUnderTest(name: declaration.name) { _, options in
             try CoreEngine(declaration: declaration, path: nil, options: options) { _ in SortedArrayStorage(dropDeletes: dropDeletes) }
         }
@@ -96,6 +97,33 @@ struct CoreEngineTests {
         #expect(report.failures.count > 5, "\(report.description)")
         #expect(report.failures.contains { $0.caseID.hasPrefix("point/") }, "\(report.description)")
         #expect(report.failures.contains { $0.caseID.hasPrefix("clear/") }, "\(report.description)")
+    }
+
+    @Test("declared limits are enforced by the core and pass the declaration cases")
+    func declaredLimits() async throws {
+        for limits in [EngineLimits(maxValueLength: 1_000, maxOperationsPerTransaction: 50),
+                       EngineLimits(maxBytesPerTransaction: 20_000)] {
+            let report = await ConformanceSuite.run(try SortedArrayStorage.engine(limits: limits), filter: "declaration/")
+            #expect(report.failures.isEmpty, "\(report.description)")
+            #expect(report.passed.count == 3, "\(report.description)")
+        }
+    }
+
+    @Test("a mis-declared engine is caught: capabilities it lacks, limits it does not enforce")
+    func misDeclared() async throws {
+        let claimsPersistence = EngineUnderTest(name: "memory claiming persistence", capabilities: [.persistent]) { _, options in
+            MemoryEngine(options: options)
+        }
+        let persistence = await ConformanceSuite.run(claimsPersistence)
+        #expect(persistence.failures.contains { $0.caseID == "lifecycle/data survives close and reopen" }, "\(persistence.description)")
+        #expect(persistence.failures.contains { $0.caseID.hasPrefix("declaration/the engine reports") }, "\(persistence.description)")
+
+        let claimsLimits = EngineUnderTest(name: "memory claiming limits", capabilities: [],
+                                           limits: EngineLimits(maxValueLength: 100, maxOperationsPerTransaction: 10)) { _, options in
+            MemoryEngine(options: options)
+        }
+        let limits = await ConformanceSuite.run(claimsLimits, filter: "declaration/")
+        #expect(limits.failures.count == 3, "\(limits.description)")
     }
 
     /// What the engine core keeps so that adapters do not: none of it may appear in an adapter.
