@@ -125,14 +125,28 @@ public enum ConformanceSuite {
         }
     }
 
+    /// Runs the one case whose id is `caseID` (on a thread of its own, as the async `run(_:filter:progress:)`);
+    /// a report with no case at all when there is no such case.
+    public static func run(_ engine: EngineUnderTest, caseID: String) async -> ConformanceReport {
+        await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: run(engine, cases: cases.filter { $0.id == caseID }))
+            }.start()
+        }
+    }
+
     /// Runs the cases whose id contains `filter` (all when `nil`) against `engine`, each on a
     /// fresh store in a fresh temporary directory, and reports each failure with the expected
     /// and actual results.
     public static func run(
         _ engine: EngineUnderTest, filter: String? = nil, progress: ((ConformanceCase) -> Void)? = nil
     ) -> ConformanceReport {
+        run(engine, cases: cases.filter { testCase in filter.map { testCase.id.contains($0) } ?? true }, progress: progress)
+    }
+
+    static func run(_ engine: EngineUnderTest, cases: [ConformanceCase], progress: ((ConformanceCase) -> Void)? = nil) -> ConformanceReport {
         var report = ConformanceReport(engine: engine.name)
-        for testCase in cases where filter.map({ testCase.id.contains($0) }) ?? true {
+        for testCase in cases {
             if !engine.capabilities.isSuperset(of: testCase.requires) {
                 report.skipped.append(testCase.id)
                 continue
