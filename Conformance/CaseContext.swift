@@ -8,6 +8,7 @@ public final class CaseContext: @unchecked Sendable {
     /// A fresh, empty directory for this case's store.
     public let directory: String
     private var opened: [any KeyValueEngine] = []
+    private var peers: [PeerProcess] = []
 
     init(engine: EngineUnderTest) {
         self.engine = engine
@@ -30,13 +31,27 @@ public final class CaseContext: @unchecked Sendable {
         return store
     }
 
+    /// Starts the engine's peer process on this case's store (which must exist).
+    func peer() throws -> PeerProcess {
+        guard let command = engine.peer else {
+            throw ConformanceFailure("\(engine.name) declares multiProcess but no peer process was given (EngineUnderTest.peer)")
+        }
+        let process = try PeerProcess(command, directory: directory)
+        peers.append(process)
+        return process
+    }
+
     func finish() throws {
+        for peer in peers { peer.stop() }
+        peers = []
         for store in opened { try store.close() }
         opened = []
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     func abandon() {
+        for peer in peers { peer.stop() }
+        peers = []
         for store in opened { try? store.close() }
         opened = []
         try? FileManager.default.removeItem(atPath: directory)

@@ -25,6 +25,9 @@ public struct EngineUnderTest: Sendable, CustomStringConvertible {
     /// (it exists and is empty when the case begins); an engine that keeps nothing on disk
     /// may ignore it.
     public let open: @Sendable (_ directory: String, _ options: EngineOptions) throws -> any KeyValueEngine
+    /// The second process multi-process cases drive (see ``ConformancePeer``). An engine that
+    /// declares ``EngineCapabilities/multiProcess`` without one fails those cases.
+    public var peer: ConformancePeer?
 
     /// Opens one instance in a scratch directory to read its declaration; throws when that fails.
     public init(
@@ -40,10 +43,11 @@ public struct EngineUnderTest: Sendable, CustomStringConvertible {
     }
 
     /// An engine of a known kind, with the capabilities and limits its kind declares.
-    public init(_ kind: EngineKind) {
+    public init(_ kind: EngineKind, peer: ConformancePeer? = nil) {
         self.init(name: kind.name, capabilities: kind.declaration.capabilities, limits: kind.declaration.limits) { directory, options in
             try kind.open(directory, options)
         }
+        self.peer = peer
     }
 
     /// An engine described by hand. The suite's cross-check cases catch a description that
@@ -110,7 +114,7 @@ public enum ConformanceSuite {
     /// Every case, grouped.
     public static let cases: [ConformanceCase] =
         PointCases.all + OrderCases.all + RangeCases.all + ClearCases.all + TransactionCases.all + LifecycleCases.all
-        + DeclarationCases.all
+        + DeclarationCases.all + MultiProcessCases.all
 
     /// Runs the suite on a thread of its own and resumes the caller when it is done. Use this
     /// from async code (Swift Testing runs tests on the cooperative pool): some cases wait for

@@ -1,5 +1,7 @@
+import Foundation
 import ArgumentParser
 import StrataConformance
+import StrataEngine
 
 /// `strata conformance`: runs the conformance suite on fresh temporary stores.
 struct Conformance: ParsableCommand {
@@ -21,7 +23,9 @@ struct Conformance: ParsableCommand {
         if emitTests { return print(Self.caseTestsFile(), terminator: "") }
         var failed = 0
         for kind in engine.engines {
-            let report = ConformanceSuite.run(EngineUnderTest(kind), filter: filter) { testCase in
+            let tool = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+            let subject = EngineUnderTest(kind, peer: ConformancePeerCommand.peer(kind, tool: tool))
+            let report = ConformanceSuite.run(subject, filter: filter) { testCase in
                 if verbose { say("[\(kind.name)] \(testCase.id)") }
             }
             say(report.description)
@@ -73,5 +77,24 @@ extension Conformance {
 
     private static func literal(_ text: String) -> String {
         "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+}
+
+/// `strata conformance-peer`: the second process of the multi-process conformance cases
+/// (``ConformancePeer``); the store's directory is its last argument.
+struct ConformancePeerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "conformance-peer", abstract: "The conformance suite's second process (a test helper).", shouldDisplay: false)
+
+    @Option var engine: EngineChoice
+    @Argument var directory: String
+
+    func run() throws {
+        try ConformancePeer.serve(EngineUnderTest(engine.engines[0]))
+    }
+
+    /// How the suite starts this command for `kind`, from the executable at `tool`.
+    static func peer(_ kind: EngineKind, tool: String) -> ConformancePeer {
+        ConformancePeer(executable: tool, arguments: ["conformance-peer", "--engine", kind.name])
     }
 }

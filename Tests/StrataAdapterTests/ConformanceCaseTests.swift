@@ -201,6 +201,9 @@ struct ConformanceCaseTests {
         "declaration/the engine reports the capabilities and limits under test",
         "declaration/a value over the declared maximum is refused; one without a maximum is stored",
         "declaration/writes past the declared per-transaction limits are refused; earlier ones commit",
+        "multiprocess/each process reads the other's commits",
+        "multiprocess/writers in two processes serialize: one waits for the other's commit",
+        "multiprocess/a reader sees the other process's writes only once committed, and keeps its snapshot",
     ]
 
     @Test("point/get of a missing key is nil", arguments: Engines.supporting("point/get of a missing key is nil"))
@@ -787,4 +790,13 @@ struct ConformanceCaseTests {
 
     @Test("declaration/writes past the declared per-transaction limits are refused; earlier ones commit", arguments: Engines.supporting("declaration/writes past the declared per-transaction limits are refused; earlier ones commit"))
     func declaration_writesPastTheDeclaredPerTransactionLimitsAreRefusedEarlierOnesCommit(engine: EngineUnderTest) async { await expectCasePasses("declaration/writes past the declared per-transaction limits are refused; earlier ones commit", on: engine) }
+
+    @Test("multiprocess/each process reads the other's commits", arguments: Engines.supporting("multiprocess/each process reads the other's commits"))
+    func multiprocess_eachProcessReadsTheOtherSCommits(engine: EngineUnderTest) async { await expectCasePasses("multiprocess/each process reads the other's commits", on: engine) }
+
+    @Test("multiprocess/writers in two processes serialize: one waits for the other's commit", arguments: Engines.supporting("multiprocess/writers in two processes serialize: one waits for the other's commit"))
+    func multiprocess_writersInTwoProcessesSerializeOneWaitsForTheOtherSCommit(engine: EngineUnderTest) async { await expectCasePasses("multiprocess/writers in two processes serialize: one waits for the other's commit", on: engine) }
+
+    @Test("multiprocess/a reader sees the other process's writes only once committed, and keeps its snapshot", arguments: Engines.supporting("multiprocess/a reader sees the other process's writes only once committed, and keeps its snapshot"))
+    func multiprocess_aReaderSeesTheOtherProcessSWritesOnlyOnceCommittedAndKeepsItsSnapshot(engine: EngineUnderTest) async { await expectCasePasses("multiprocess/a reader sees the other process's writes only once committed, and keeps its snapshot", on: engine) }
 }

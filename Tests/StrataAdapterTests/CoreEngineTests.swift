@@ -1,6 +1,7 @@
 import Foundation
 import StrataConformance
 import StrataEngine
+import StrataLevelDB
 import StrataMemory
 import Testing
 
@@ -124,6 +125,21 @@ struct CoreEngineTests {
         }
         let limits = await ConformanceSuite.run(claimsLimits, filter: "declaration/")
         #expect(limits.failures.count == 3, "\(limits.description)")
+
+        // LevelDB locks its store to one process: declared multi-process, its peer cannot open it.
+        var claimsSharing = EngineUnderTest(name: "leveldb claiming multiProcess", capabilities: [.persistent, .multiProcess]) { dir, options in
+            try LevelDBEngine(path: dir, options: options)
+        }
+        claimsSharing.peer = Engines.leveldb.peer
+        let sharing = await ConformanceSuite.run(claimsSharing, filter: "multiprocess/")
+        #expect(sharing.failures.count == 3, "\(sharing.description)")
+        #expect(sharing.failures.allSatisfy { $0.message.contains("locked by another process") }, "\(sharing.description)")
+
+        // Declared multi-process without a second process to prove it: refused, not skipped.
+        var noPeer = Engines.lmdb
+        noPeer.peer = nil
+        let unproven = await ConformanceSuite.run(noPeer, filter: "multiprocess/")
+        #expect(unproven.failures.count == 3 && unproven.failures.allSatisfy { $0.message.contains("no peer process") }, "\(unproven.description)")
     }
 
     /// What the engine core keeps so that adapters do not: none of it may appear in an adapter.
