@@ -15,6 +15,7 @@ test: deps
 	swift build --build-tests
 	swift test --skip-build
 	bash Tests/CompileChecks/run.sh
+	bash Tests/Fixtures/check-sqlite-only.sh
 	.build/debug/strata conformance --engine all
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
 	.build/debug/strata crash-test --engine all --kills 20

@@ -1,0 +1,21 @@
+// swift-tools-version: 6.1
+// A user's package that depends on the record layer and the SQLite engine only. Built by
+// Tests/Fixtures/check-sqlite-only.sh, which places the Strata checkout beside it as `strata`:
+// the build must not involve LMDB or LevelDB, and the binary must not link them.
+import PackageDescription
+
+let package = Package(
+    name: "SQLiteOnly",
+    platforms: [.macOS(.v14)],
+    dependencies: [.package(path: "../strata")],
+    targets: [
+        .executableTarget(
+            name: "SQLiteOnly",
+            dependencies: [
+                .product(name: "StrataRecords", package: "strata"),
+                .product(name: "StrataSQLite", package: "strata"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
