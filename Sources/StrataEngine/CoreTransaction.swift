@@ -77,26 +77,22 @@ final class CoreTransaction: KeyValueWriter {
         guard limit != 0, let range = range.resolved(maxKeyLength: limits.maxKeyLength) else { return }
         lent += 1
         defer { lent -= 1 }
-        var visited = 0
-        let most = limit ?? .max
-        var callerError: Error?
-        // The visitor is a closure literal passed straight on (not stored in a variable), so it
-        // stays non-escaping: its captures need no box and no runtime exclusivity checks.
+        // A reader hands the caller's visitor to the storage as it is: nothing between them per
+        // row. A writer tags the caller's errors on their way through, so that only the storage's
+        // own errors break the transaction, and merges its pending writes where the storage
+        // cannot read them.
+        guard writer != nil else {
+            return try reader.scan(range, reverse: reverse, limit: limit, visit)
+        }
         do {
-            try mergedScan(range, reverse: reverse) { key, value in
-                do {
-                    if try !visit(key, value) { return false }
-                } catch {
-                    callerError = error
-                    return false
-                }
-                visited &+= 1
-                return visited < most
+            try mergedScan(range, reverse: reverse, limit: limit) { key, value in
+                do { return try visit(key, value) } catch { throw CallerError(error) }
             }
+        } catch let error as CallerError {
+            throw error.error
         } catch {
             throw broken(error)
         }
-        if let callerError { throw callerError }
     }
 
     // MARK: Writes
@@ -198,15 +194,16 @@ final class CoreTransaction: KeyValueWriter {
         }
     }
 
-    /// Walks the snapshot and the pending writes together, in order: a pending write shadows the
-    /// stored value of its key, a pending delete hides it. Without pending writes, the storage's
-    /// own scan.
+    /// Walks the snapshot and the pending writes together, in order, at most `limit` pairs: a
+    /// pending write shadows the stored value of its key, a pending delete hides it. Without
+    /// pending writes, the storage's own scan.
     private func mergedScan(
-        _ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool
+        _ range: ResolvedRange, reverse: Bool, limit: Int?,
+        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         indexOverlay()
         guard var pending = overlay, !pending.isEmpty else {
-            return try reader.scan(range, reverse: reverse, visit)
+            return try reader.scan(range, reverse: reverse, limit: limit, visit)
         }
         let keys = pending.sortedKeys()
         overlay = pending
@@ -215,35 +212,38 @@ final class CoreTransaction: KeyValueWriter {
         let end = range.upper.map { keys.firstIndex(atOrAbove: $0.key, inclusive: !$0.inclusive) } ?? keys.count
         let ownKeys = start < end ? keys[start..<end] : []
         var next = reverse ? ownKeys.endIndex - 1 : ownKeys.startIndex
-        func hasOwn() -> Bool { ownKeys.indices.contains(next) }
-        func advanceOwn() { next += reverse ? -1 : 1 }
-        /// Visits pending writes that come before `stored` (all remaining ones when `nil`) in
-        /// scan order; returns false when the visitor stopped. Skips a pending key equal to
-        /// `stored` after visiting it, setting `shadowed`.
         var stopped = false
-        func emitOwn(before stored: UnsafeRawBufferPointer?, shadowed: inout Bool) {
-            while !stopped, hasOwn() {
+        var visited = 0
+        let most = limit ?? .max
+        /// Visits one pair, counting it against the limit.
+        func emit(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws {
+            if try !visit(key, value) { stopped = true }
+            visited += 1
+            if visited >= most { stopped = true }
+        }
+        /// Visits the pending writes that come before `stored` (all remaining ones when `nil`) in
+        /// scan order. A pending key equal to `stored` is visited in its place (`shadowed`).
+        func emitOwn(before stored: UnsafeRawBufferPointer?, shadowed: inout Bool) throws {
+            while !stopped, ownKeys.indices.contains(next) {
                 let key = ownKeys[next]
                 let order = stored.map { s in key.withUnsafeBytes { Bytewise.compare($0, s) } }
                 if let order, (reverse ? -order : order) > 0 { return }
                 if order == 0 { shadowed = true }
-                advanceOwn()
+                next += reverse ? -1 : 1
                 if let value = pending.value(key) {
-                    if !key.withUnsafeBytes({ k in value.withUnsafeBytes { visit(k, $0) } }) { stopped = true }
+                    try key.withUnsafeBytes { k in try value.withUnsafeBytes { try emit(k, $0) } }
                 }
                 if order == 0 { return }
             }
         }
-        try reader.scan(range, reverse: reverse) { key, value in
+        try reader.scan(range, reverse: reverse, limit: nil) { key, value in
             var shadowed = false
-            emitOwn(before: key, shadowed: &shadowed)
-            if stopped { return false }
-            if shadowed { return true }
-            if !visit(key, value) { stopped = true }
+            try emitOwn(before: key, shadowed: &shadowed)
+            if !stopped && !shadowed { try emit(key, value) }
             return !stopped
         }
         var ignored = false
-        emitOwn(before: nil, shadowed: &ignored)
+        try emitOwn(before: nil, shadowed: &ignored)
     }
 }
 

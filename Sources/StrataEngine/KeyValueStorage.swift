@@ -42,11 +42,14 @@ public protocol StorageReadTransaction: AnyObject {
     /// write) the transaction. An error thrown by `body` must pass through unchanged.
     func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R
 
-    /// Visits the pairs of `range` in key order (descending when `reverse`) until `visit`
-    /// returns `false` or the range ends. The buffers are valid only during one call of `visit`,
-    /// which may read (not write) the transaction. `visit` never throws (the core keeps the
-    /// caller's errors), so every error out of `scan` is the storage's.
-    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws
+    /// Visits the pairs of `range` in key order (descending when `reverse`), at most `limit` of
+    /// them (`nil`: no limit; never 0), until `visit` returns `false` or the range ends. The
+    /// buffers are valid only during one call of `visit`, which may read (not write) the
+    /// transaction. An error thrown by `visit` must pass through unchanged.
+    func scan(
+        _ range: ResolvedRange, reverse: Bool, limit: Int?,
+        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws
 
     /// Ends the transaction: releases a reader, rolls back an uncommitted writer. Called once.
     func end()
@@ -72,7 +75,7 @@ public protocol StorageWriteTransaction: StorageReadTransaction {
 extension StorageWriteTransaction {
     public func clear(_ range: ResolvedRange) throws -> Int {
         var doomed: [[UInt8]] = []
-        try scan(range, reverse: false) { key, _ in
+        try scan(range, reverse: false, limit: nil) { key, _ in
             doomed.append(Array(key))
             return true
         }

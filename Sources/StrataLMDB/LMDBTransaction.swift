@@ -27,14 +27,19 @@ final class LMDBTransaction: StorageWriteTransaction {
         return try body(v.buffer)
     }
 
-    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
+    func scan(
+        _ range: ResolvedRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         let cursor = try openCursor()
         defer { mdb_cursor_close(cursor) }
         var k = MDB_val(), v = MDB_val()
         var rc = reverse ? seekLast(cursor, range, &k, &v) : seekFirst(cursor, range, &k, &v)
+        var remaining = limit ?? .max
         while rc == MDB_SUCCESS {
             if reverse ? !range.isAtOrAboveLower(k.buffer) : !range.isAtOrBelowUpper(k.buffer) { return }
-            guard visit(k.buffer, v.buffer) else { return }
+            guard try visit(k.buffer, v.buffer) else { return }
+            remaining -= 1
+            if remaining == 0 { return }
             rc = mdb_cursor_get(cursor, &k, &v, reverse ? MDB_PREV : MDB_NEXT)
         }
         if rc != MDB_NOTFOUND { try check(rc, "scanning", path: storage.path) }

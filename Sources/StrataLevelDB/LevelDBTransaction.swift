@@ -51,16 +51,21 @@ final class LevelDBTransaction: BufferedStorageWriteTransaction {
         return try body(UnsafeRawBufferPointer(start: value, count: length))
     }
 
-    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
+    func scan(
+        _ range: ResolvedRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         let iterator = leveldb_create_iterator(db, readOptions)!
         defer { leveldb_iter_destroy(iterator) }
         if reverse { seekLast(iterator, range) } else { seekFirst(iterator, range) }
+        var remaining = limit ?? .max
         while leveldb_iter_valid(iterator) != 0 {
             var keyLength = 0, valueLength = 0
             let key = UnsafeRawBufferPointer(start: leveldb_iter_key(iterator, &keyLength), count: keyLength)
             if reverse ? !range.isAtOrAboveLower(key) : !range.isAtOrBelowUpper(key) { break }
             let value = UnsafeRawBufferPointer(start: leveldb_iter_value(iterator, &valueLength), count: valueLength)
-            if !visit(key, value) { return }
+            guard try visit(key, value) else { return }
+            remaining -= 1
+            if remaining == 0 { return }
             if reverse { leveldb_iter_prev(iterator) } else { leveldb_iter_next(iterator) }
         }
         var err: UnsafeMutablePointer<CChar>?

@@ -76,10 +76,12 @@ final class MemoryTransaction: StorageWriteTransaction {
         return try data.values[i].withUnsafeBytes { try body($0) }
     }
 
-    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
+    func scan(
+        _ range: ResolvedRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         let covered = data.indices(range)
-        for i in reverse ? Array(covered.reversed()) : Array(covered) {
-            let more = data.keys[i].withUnsafeBytes { k in data.values[i].withUnsafeBytes { visit(k, $0) } }
+        for i in (reverse ? Array(covered.reversed()) : Array(covered)).prefix(limit ?? .max) {
+            let more = try data.keys[i].withUnsafeBytes { k in try data.values[i].withUnsafeBytes { try visit(k, $0) } }
             if !more { return }
         }
     }

@@ -55,15 +55,18 @@ final class SQLiteTransaction: StorageWriteTransaction {
         }
     }
 
-    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
-        let sql = "SELECT k, v FROM kv" + Self.whereClause(range) + (reverse ? " ORDER BY k DESC" : " ORDER BY k")
+    func scan(
+        _ range: ResolvedRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        let sql = "SELECT k, v FROM kv" + Self.whereClause(range) + (reverse ? " ORDER BY k DESC" : " ORDER BY k") + " LIMIT ?3"
         try connection.withStatement(sql) { statement in
             try Self.bind(range, to: statement) {
+                sqlite3_bind_int64(statement, 3, Int64(limit ?? -1))  // a negative LIMIT is none
                 while true {
                     let rc = sqlite3_step(statement)
                     if rc == SQLITE_DONE { return }
                     guard rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "scanning", path: storage.path) }
-                    if !visit(UnsafeRawBufferPointer(column: 0, of: statement), UnsafeRawBufferPointer(column: 1, of: statement)) { return }
+                    if try !visit(UnsafeRawBufferPointer(column: 0, of: statement), UnsafeRawBufferPointer(column: 1, of: statement)) { return }
                 }
             }
         }

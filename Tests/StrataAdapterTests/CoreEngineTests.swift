@@ -56,13 +56,15 @@ final class SortedArrayTransaction: StorageWriteTransaction {
         return has(i, key) ? try pairs[i].value.withUnsafeBytes { try body($0) } : try body(nil)
     }
 
-    func scan(_ range: ResolvedRange, reverse: Bool, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws {
+    func scan(
+        _ range: ResolvedRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         let start = range.lower.map { b in b.key.withUnsafeBytes { index($0, inclusive: b.inclusive) } } ?? 0
         let end = range.upper.map { b in b.key.withUnsafeBytes { index($0, inclusive: !b.inclusive) } } ?? pairs.count
         guard start < end else { return }
         let snapshot = pairs
-        for i in reverse ? Array((start..<end).reversed()) : Array(start..<end) {
-            let more = snapshot[i].key.withUnsafeBytes { k in snapshot[i].value.withUnsafeBytes { visit(k, $0) } }
+        for i in (reverse ? Array((start..<end).reversed()) : Array(start..<end)).prefix(limit ?? .max) {
+            let more = try snapshot[i].key.withUnsafeBytes { k in try snapshot[i].value.withUnsafeBytes { try visit(k, $0) } }
             if !more { return }
         }
     }
