@@ -3,7 +3,7 @@
 ///
 /// ## What the core does, so adapters never do
 /// Admission (many readers, one writer, nesting refused, `close()` waits), transaction lifetime
-/// (`transactionEnded`, `closed`), key and value limits, scan limits and range resolution, the
+/// (`transactionEnded`, `closed`), key and value limits, the check of scan limits (the storage stops at a valid one) and range resolution, the
 /// accounting of lent buffers behind `writeWhileReading`, read-only stores, the per-process path
 /// registry and the store directory's checks, commit when the body returns and rollback when it
 /// throws, and, for storage whose write transactions cannot read their own writes, an overlay of
