@@ -24,6 +24,9 @@ public struct LMDBOptions: Sendable, Hashable {
 /// The store is a directory holding LMDB's `data.mdb` and `lock.mdb`. Several processes may
 /// share it. Opened with `MDB_NOTLS` (read transactions are not tied to threads) and never
 /// with `MDB_WRITEMAP` (a full disk would then kill the process with SIGBUS).
+///
+/// A writer waits for another process's write transaction for as long as it runs: LMDB's writer
+/// lock cannot be waited on with a bound, so ``EngineOptions/timeout`` does not apply to it.
 public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
     public static let declaration = EngineDeclaration(
         name: "lmdb", capabilities: [.persistent, .multiProcess],
