@@ -8,7 +8,9 @@
 //   Sources/Strata<X>     one adapter per engine (LMDB, LevelDB, SQLite, Memory): primitives only,
 //                         depending on the core and their C library
 //   Sources/StrataKeyCodec the order-preserving codec for typed index keys
-//   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter)
+//   Sources/CCRC32C       CRC-32C (hardware where the CPU has it), the record checksum
+//   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter);
+//                         RecordFormat.md is the on-disk format
 //   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin, swift-syntax)
 //   Sources/Strata        the one import: records, the macro and every bundled engine
 //   Sources/StrataBundledEngines the one list of bundled engines (CLI, benchmark, tests)
@@ -57,9 +59,12 @@ let package = Package(
         // The order-preserving key codec. Uses the core's KeyRange type; no engine.
         .target(name: "StrataKeyCodec", dependencies: ["StrataEngine"], exclude: ["KeyEncoding.md"]),
 
+        // CRC-32C, the record checksum: the CPU's instruction where it has one, chosen at run time.
+        .target(name: "CCRC32C"),
+
         // The record layer: records, Store (engine picked at init), typed queries. No adapter:
         // each engine's `Store(.x(…))` choice comes with its adapter module.
-        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec"]),
+        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C"], exclude: ["RecordFormat.md"]),
 
         // The @IndexKeyRecord macro: the compiler plugin, and the library that declares it.
         .macro(
@@ -100,7 +105,7 @@ let package = Package(
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine", "StrataConformance"]),
-        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance"]),
+        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance"]),
         .testTarget(
             name: "StrataMacrosPluginTests",
             dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]

@@ -1,4 +1,4 @@
-// The yardstick on SQLite, with the adapter's settings: one WITHOUT ROWID blob table, WAL,
+// The yardstick on SQLite, with the adapter's settings: one STRICT WITHOUT ROWID blob table, WAL,
 // synchronous FULL when durable and NORMAL otherwise, BEGIN IMMEDIATE for writes, prepared
 // statements, a deferred BEGIN plus a first read for read transactions.
 #include "common.h"
@@ -119,7 +119,7 @@ rb_store *rb_sqlite_open(const char *dir, int durable) {
     int ok = sqlite3_open_v2(file, &l->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK
         && !exec(l, "PRAGMA journal_mode=WAL")
         && !exec(l, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
-        && !exec(l, "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID")
+        && !exec(l, "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) STRICT, WITHOUT ROWID")
         && sqlite3_prepare_v3(l->db, "INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)", -1, SQLITE_PREPARE_PERSISTENT, &l->put, NULL) == SQLITE_OK
         && sqlite3_prepare_v3(l->db, "SELECT v FROM kv WHERE k = ?1", -1, SQLITE_PREPARE_PERSISTENT, &l->get, NULL) == SQLITE_OK
         && sqlite3_prepare_v3(l->db, "SELECT k, v FROM kv ORDER BY k", -1, SQLITE_PREPARE_PERSISTENT, &l->first, NULL) == SQLITE_OK

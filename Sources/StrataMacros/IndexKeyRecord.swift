@@ -23,12 +23,34 @@
 ///   a `var` with a default value is stored.
 /// - `keyspace`: the records' keyspace; default the type's name. Give it to rename the type
 ///   without losing its data.
-/// - `version`: the schema version stored with each value. Default: a hash of the key and field
-///   names and types, which formatting and comments never change. A record of another version is
-///   handed to `static func migrate(fromVersion:key:fields:)` if the type declares one.
+/// - Fields are stored in the binary format of their ``Strata/FieldValue`` type. A field of
+///   another `Codable` type says how it is stored: `@Field(.json)`, or `@Field(codec:)` with a
+///   ``Strata/FieldCodec``. A field's format never depends on which conformances its type has.
+/// - `version`: the schema version stored with each value. Default: derived at run time from the
+///   key names and types and the field names, order and formats (RecordFormat.md), so neither
+///   formatting nor respelling a type (`[String]`, `Array<String>`, a typealias) changes it. A
+///   record of another version is handed to `static func migrate(fromVersion:key:fields:)` if the
+///   type declares one.
 @attached(
     extension, conformances: Record,
     names: named(recordType), named(writeKey), named(writeFields), named(init), named(select), named(count), named(delete)
 )
 public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: UInt32? = nil) =
     #externalMacro(module: "StrataMacrosPlugin", type: "IndexKeyRecordMacro")
+
+/// Stores a record field in the format given instead of its type's binary ``Strata/FieldValue``
+/// format: `@Field(.json)` for a `Codable` value as JSON. Only inside an `@IndexKeyRecord` struct.
+///
+/// ```swift
+/// @IndexKeyRecord("id")
+/// struct Event {
+///     let id: Int
+///     @Field(.json) var payload: Payload   // Payload: Codable
+/// }
+/// ```
+@attached(peer)
+public macro Field(_ storage: FieldStorage) = #externalMacro(module: "StrataMacrosPlugin", type: "FieldMacro")
+
+/// Stores a record field through `codec`, a ``Strata/FieldCodec`` whose `Value` is the field's type.
+@attached(peer)
+public macro Field<C: FieldCodec>(codec: C.Type) = #externalMacro(module: "StrataMacrosPlugin", type: "FieldMacro")

@@ -12,6 +12,8 @@ enum RecordDiagnostic: DiagnosticMessage {
     case missingType(String)
     case generic
     case conditionalProperty
+    case fieldAttributeOnKey(String)
+    case fieldAttributeArgument
 
     var message: String {
         switch self {
@@ -25,6 +27,9 @@ enum RecordDiagnostic: DiagnosticMessage {
         case let .missingType(name): return "stored property '\(name)' needs a type annotation to be part of a record"
         case .generic: return "@IndexKeyRecord does not support generic structs"
         case .conditionalProperty: return "@IndexKeyRecord cannot see properties inside #if; declare them unconditionally"
+        case let .fieldAttributeOnKey(name):
+            return "'\(name)' is a key component, stored by the key codec: @Field applies to fields only"
+        case .fieldAttributeArgument: return "@Field takes .json or codec: SomeCodec.self"
         }
     }
 

@@ -3,26 +3,45 @@ struct Generator {
     let keys: [StoredProperty]
     let fields: [StoredProperty]
     let keyspace: String
-    let version: UInt32
+    /// The explicit version, if the attribute gives one.
+    let version: UInt32?
+    /// Format 1's default version of this declaration (only without an explicit one).
+    let formatOneVersion: UInt32?
     /// `"public "`, `"package "` or `""`: the struct's own visibility.
     let access: String
 
     func extensionSource(for type: String) -> String {
         var lines = ["extension \(type): Strata.Record {"]
-        lines.append("    \(access)static let recordType = Strata.RecordType(keyspace: \(literal(keyspace)), version: \(version), key: ["
-            + keys.map { "(\(literal($0.name)), \($0.type).self)" }.joined(separator: ", ") + "])")
+        let version = self.version.map { ", version: \($0)" } ?? ""
+        let formatOne = formatOneVersion.map { ", formatOneVersion: \($0)" } ?? ""
+        lines.append("    \(access)static let recordType = Strata.RecordType(")
+        lines.append("        keyspace: \(literal(keyspace))\(version),")
+        lines.append("        key: [" + keys.map { "(\(literal($0.name)), \($0.type).self)" }.joined(separator: ", ") + "],")
+        lines.append("        fields: [" + fields.map { "(\(literal($0.name)), \(format(of: $0)))" }.joined(separator: ", ") + "]\(formatOne))")
         lines.append("")
         lines.append("    \(access)func writeKey(to key: inout StrataKeyCodec.KeyWriter) {")
         lines += keys.map { "        key.append(self.\($0.name))" }
         lines.append("    }")
         lines.append("")
         lines.append("    \(access)func writeFields(to fields: inout Strata.FieldWriter) {")
-        lines += fields.map { "        fields.write(self.\($0.name))" }
+        lines += fields.map { field in
+            switch field.storage {
+            case .value: return "        fields.write(self.\(field.name))"
+            case .json: return "        fields.writeJSON(self.\(field.name))"
+            case .codec(let codec): return "        fields.write(self.\(field.name), codec: \(codec).self)"
+            }
+        }
         lines.append("    }")
         lines.append("")
         lines.append("    \(access)init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {")
         lines += keys.map { "        self.\($0.name) = try key.read(\($0.type).self)" }
-        lines += fields.map { "        self.\($0.name) = try fields.read(\($0.type).self)" }
+        lines += fields.map { field in
+            switch field.storage {
+            case .value: return "        self.\(field.name) = try fields.read(\(field.type).self)"
+            case .json: return "        self.\(field.name) = try fields.readJSON(\(field.type).self)"
+            case .codec(let codec): return "        self.\(field.name) = try fields.read(codec: \(codec).self)"
+            }
+        }
         lines.append("    }")
         lines += queries()
         lines.append("}")
@@ -82,6 +101,15 @@ struct Generator {
             }
         }
         return lines
+    }
+
+    /// The expression for a field's format in `recordType`.
+    private func format(of field: StoredProperty) -> String {
+        switch field.storage {
+        case .value: return "Strata.FieldFormat.of(\(field.type).self)"
+        case .json: return "Strata.FieldFormat.json"
+        case .codec(let codec): return "\(codec).format"
+        }
     }
 
     private func literal(_ text: String) -> String {

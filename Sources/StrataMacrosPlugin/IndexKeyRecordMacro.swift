@@ -5,7 +5,14 @@ import SwiftSyntaxMacros
 
 @main
 struct StrataMacrosPlugin: CompilerPlugin {
-    let providingMacros: [Macro.Type] = [IndexKeyRecordMacro.self]
+    let providingMacros: [Macro.Type] = [IndexKeyRecordMacro.self, FieldMacro.self]
+}
+
+/// `@Field(.json)`, `@Field(codec: C.self)`: a marker read by `@IndexKeyRecord`; adds nothing itself.
+public struct FieldMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] { [] }
 }
 
 /// `@IndexKeyRecord("a", "b")`: the Record conformance and typed queries of a struct.
@@ -42,16 +49,22 @@ public struct IndexKeyRecordMacro: ExtensionMacro {
                 context.diagnose(Diagnostic(node: Syntax(literal), message: RecordDiagnostic.notAStoredProperty(name, structDecl.name.text)))
                 return []
             }
+            if property.storage != .value {
+                context.diagnose(Diagnostic(node: Syntax(literal), message: RecordDiagnostic.fieldAttributeOnKey(name)))
+                return []
+            }
             keys.append(property)
         }
         let fields = properties.filter { !seen.contains($0.name) }
         let typeName = type.tokens(viewMode: .sourceAccurate).map(\.text).joined()
         let keyspace = arguments.keyspace ?? typeName
-        let version = arguments.version ?? SchemaVersion.of(keys: keys, fields: fields)
+        // Without an explicit version, the version is derived at run time from the field formats;
+        // format 1's hash of the spelled types is kept to read what format-1 stores hold.
+        let formatOneVersion = arguments.version == nil ? SchemaVersion.formatOne(keys: keys, fields: fields) : nil
         // Members as visible as the struct: public for a public struct, else the default.
         let modifiers = structDecl.modifiers.map(\.name.text)
         let access = modifiers.contains("public") || modifiers.contains("open") ? "public " : modifiers.contains("package") ? "package " : ""
-        let source = Generator(keys: keys, fields: fields, keyspace: keyspace, version: version, access: access)
+        let source = Generator(keys: keys, fields: fields, keyspace: keyspace, version: arguments.version, formatOneVersion: formatOneVersion, access: access)
             .extensionSource(for: typeName)
         return [try ExtensionDeclSyntax("\(raw: source)")]
     }
@@ -108,9 +121,18 @@ struct Arguments {
 
 /// A stored instance property that becomes part of the record.
 struct StoredProperty {
+    /// How a field is stored: its type's FieldValue format, or what its `@Field` attribute says.
+    enum Storage: Equatable {
+        case value
+        case json
+        /// The codec type as written, without `.self`.
+        case codec(String)
+    }
+
     let name: String
     /// The type as written, without trivia (spaces, comments): `[String: Int]`.
     let type: String
+    var storage: Storage = .value
 
     /// The record's properties in declaration order, or nil after diagnosing one without a type.
     static func all(in decl: StructDeclSyntax, _ context: some MacroExpansionContext) -> [StoredProperty]? {
@@ -142,10 +164,36 @@ struct StoredProperty {
                     continue
                 }
                 let type = annotation.type.tokens(viewMode: .sourceAccurate).map(\.text).joined()
-                result.append(StoredProperty(name: identifier.identifier.text, type: type))
+                guard let storage = Self.storage(of: variable, context) else {
+                    failed = true
+                    continue
+                }
+                result.append(StoredProperty(name: identifier.identifier.text, type: type, storage: storage))
             }
         }
         return failed ? nil : result
+    }
+
+    /// What the property's `@Field` attribute says, or nil after diagnosing a malformed one.
+    private static func storage(of variable: VariableDeclSyntax, _ context: some MacroExpansionContext) -> Storage? {
+        for element in variable.attributes {
+            guard let attribute = element.as(AttributeSyntax.self) else { continue }
+            let name = attribute.attributeName.tokens(viewMode: .sourceAccurate).map(\.text).joined()
+            guard name == "Field" || name.hasSuffix(".Field") else { continue }
+            let arguments = attribute.arguments?.as(LabeledExprListSyntax.self).map(Array.init) ?? []
+            if arguments.count == 1, let only = arguments.first {
+                if only.label == nil, let member = only.expression.as(MemberAccessExprSyntax.self), member.declName.baseName.text == "json" {
+                    return .json
+                }
+                if only.label?.text == "codec", let member = only.expression.as(MemberAccessExprSyntax.self),
+                   member.declName.baseName.text == "self", let base = member.base {
+                    return .codec(base.tokens(viewMode: .sourceAccurate).map(\.text).joined())
+                }
+            }
+            context.diagnose(Diagnostic(node: Syntax(attribute), message: RecordDiagnostic.fieldAttributeArgument))
+            return nil
+        }
+        return .value
     }
 
     /// Whether any clause of an `#if` declares an instance property.
@@ -165,10 +213,12 @@ struct StoredProperty {
     }
 }
 
-/// The default schema version: FNV-1a over the key and field names and types, as tokens, so
-/// whitespace, comments and formatting never change it (Swift's `Hasher` is seeded per process).
+/// Format 1's default schema version: FNV-1a over the key and field names and types as spelled
+/// (tokens, so whitespace and comments never changed it). Format 2 derives the version at run
+/// time from field formats instead; this number lets it recognise what format-1 stores hold.
+/// (The same FNV-1a as `RecordType.derivedVersion`: a compiler plugin cannot import the record layer.)
 enum SchemaVersion {
-    static func of(keys: [StoredProperty], fields: [StoredProperty]) -> UInt32 {
+    static func formatOne(keys: [StoredProperty], fields: [StoredProperty]) -> UInt32 {
         let text = "key:" + keys.map { "\($0.name):\($0.type)" }.joined(separator: ",")
             + ";fields:" + fields.map { "\($0.name):\($0.type)" }.joined(separator: ",")
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325

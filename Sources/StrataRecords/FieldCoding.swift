@@ -1,11 +1,21 @@
 import Foundation
 
 /// A value that can be a record field: stored in a compact binary form (not ordered; fields are
-/// never compared by bytes). The standard types are built in; any `Codable` type can be a field
-/// through ``FieldWriter/write(_:)-7ni3s``, stored as JSON.
+/// never compared by bytes). The standard types are built in (RecordFormat.md); a `Codable` type
+/// that is not one is stored as JSON when its field says `@Field(.json)`.
+///
+/// Conforming a type of your own gives it a binary format of your own: name it in
+/// ``fieldFormat`` (the default, `custom(TypeName)`, changes when the type is renamed, and with
+/// it the record's default schema version).
 public protocol FieldValue {
+    /// The format's descriptor, stored in the catalog and hashed into the default schema version.
+    static var fieldFormat: FieldFormat { get }
     func encode(to fields: inout FieldWriter)
     static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self
+}
+
+extension FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("custom(\(Self.self))") }
 }
 
 /// Writes a record's fields, one after another.
@@ -19,17 +29,25 @@ public struct FieldWriter: Sendable {
     @inlinable
     public mutating func write<V: FieldValue>(_ value: V) { value.encode(to: &self) }
 
-    /// Appends a `Codable` field that is not a ``FieldValue``, as length-prefixed JSON.
-    @_disfavoredOverload
-    public mutating func write<V: Codable>(_ value: V) {
+    /// Appends a field as length-prefixed JSON (format `json`), whatever conformances `V` has.
+    public mutating func writeJSON<V: Encodable>(_ value: V) {
         do {
-            let json = try JSONEncoder().encode(CodableBox(value))
+            let json = try JSONEncoder().encode(JSONBox(value))
             writeVarint(UInt64(json.count))
             bytes.append(contentsOf: json)
         } catch {
             // JSONEncoder refuses some values (a NaN Double, for one). Remember why: `insert`
             // refuses the record rather than store a field that cannot be read back.
             if failure == nil { failure = "cannot encode a \(V.self) field as JSON: \(error)" }
+        }
+    }
+
+    /// Appends a field through `codec`.
+    public mutating func write<C: FieldCodec>(_ value: C.Value, codec: C.Type) {
+        do {
+            try C.encode(value, to: &self)
+        } catch {
+            if failure == nil { failure = "cannot encode a field with \(C.self): \(error)" }
         }
     }
 
@@ -77,17 +95,20 @@ public struct FieldReader {
     @inlinable
     public mutating func read<V: FieldValue>(_: V.Type = V.self) throws(FieldDecodingError) -> V { try V.decode(from: &self) }
 
-    /// Reads a `Codable` field written by ``FieldWriter/write(_:)-7ni3s``.
-    @_disfavoredOverload
-    public mutating func read<V: Codable>(_: V.Type = V.self) throws(FieldDecodingError) -> V {
+    /// Reads a field written by ``FieldWriter/writeJSON(_:)``.
+    public mutating func readJSON<V: Decodable>(_: V.Type = V.self) throws(FieldDecodingError) -> V {
         let start = offset
         let json = try readBytes()
         do {
-            return try JSONDecoder().decode(CodableBox<V>.self, from: Data(json)).value
+            return try JSONDecoder().decode(JSONBox<V>.self, from: Data(json)).value
         } catch {
             throw FieldDecodingError(offset: start, reason: "cannot decode \(V.self) from JSON: \(error)")
         }
     }
+
+    /// Reads a field written through `codec`.
+    @inlinable
+    public mutating func read<C: FieldCodec>(codec: C.Type) throws(FieldDecodingError) -> C.Value { try C.decode(from: &self) }
 
     @inlinable
     public mutating func readVarint() throws(FieldDecodingError) -> UInt64 {
@@ -143,8 +164,11 @@ public struct FieldDecodingError: Error, Sendable, Hashable, CustomStringConvert
     public var description: String { "field decoding failed at byte \(offset): \(reason)" }
 }
 
-/// JSON needs a top-level container for scalars; the box provides one.
-private struct CodableBox<V>: Codable where V: Codable {
+/// JSON needs a top-level container for scalars: `{"value":…}` (RecordFormat.md, `json`).
+private struct JSONBox<V> {
     let value: V
     init(_ value: V) { self.value = value }
 }
+
+extension JSONBox: Encodable where V: Encodable {}
+extension JSONBox: Decodable where V: Decodable {}

@@ -1,10 +1,13 @@
 import Foundation
 
-// The built-in field types. Integers are LEB128 varints (signed ones zigzag-encoded), so small
+// The built-in field types (RecordFormat.md has the table). Integers are LEB128 varints (signed ones zigzag-encoded), so small
 // numbers take one byte; strings and bytes are length-prefixed, so they may hold NUL and have
 // no size cap below the engine's.
 
 extension FieldValue where Self: FixedWidthInteger & SignedInteger {
+    /// `i8`, `i16`, `i32`, `i64` (`Int` is `i64` on every platform Swift runs 64-bit).
+    public static var fieldFormat: FieldFormat { FieldFormat("i\(Self.bitWidth)") }
+
     @inlinable
     public func encode(to fields: inout FieldWriter) {
         let v = Int64(self)
@@ -22,6 +25,9 @@ extension FieldValue where Self: FixedWidthInteger & SignedInteger {
 }
 
 extension FieldValue where Self: FixedWidthInteger & UnsignedInteger {
+    /// `u8`, `u16`, `u32`, `u64`.
+    public static var fieldFormat: FieldFormat { FieldFormat("u\(Self.bitWidth)") }
+
     @inlinable
     public func encode(to fields: inout FieldWriter) { fields.writeVarint(UInt64(self)) }
 
@@ -46,6 +52,7 @@ extension UInt32: FieldValue {}
 extension UInt64: FieldValue {}
 
 extension Bool: FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("bool") }
     @inlinable
     public func encode(to fields: inout FieldWriter) { fields.writeRaw([self ? 1 : 0]) }
 
@@ -61,6 +68,7 @@ extension Bool: FieldValue {
 }
 
 extension Double: FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("f64") }
     @inlinable
     public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: bitPattern.littleEndian) { fields.writeRaw($0) } }
 
@@ -71,6 +79,7 @@ extension Double: FieldValue {
 }
 
 extension Float: FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("f32") }
     @inlinable
     public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: bitPattern.littleEndian) { fields.writeRaw($0) } }
 
@@ -81,6 +90,7 @@ extension Float: FieldValue {
 }
 
 extension String: FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("string") }
     @inlinable
     public func encode(to fields: inout FieldWriter) { fields.writeBytes(utf8) }
 
@@ -95,6 +105,7 @@ extension String: FieldValue {
 }
 
 extension Data: FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("bytes") }
     @inlinable
     public func encode(to fields: inout FieldWriter) { fields.writeBytes(self) }
     @inlinable
@@ -102,6 +113,7 @@ extension Data: FieldValue {
 }
 
 extension UUID: FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("uuid") }
     @inlinable
     public func encode(to fields: inout FieldWriter) { withUnsafeBytes(of: uuid) { fields.writeRaw($0) } }
 
@@ -116,6 +128,7 @@ extension UUID: FieldValue {
 
 /// Dates keep the exact `Double` they hold.
 extension Date: FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("date") }
     @inlinable
     public func encode(to fields: inout FieldWriter) { timeIntervalSinceReferenceDate.encode(to: &fields) }
 
@@ -126,6 +139,7 @@ extension Date: FieldValue {
 }
 
 extension URL: FieldValue {
+    public static var fieldFormat: FieldFormat { FieldFormat("url") }
     @inlinable
     public func encode(to fields: inout FieldWriter) { absoluteString.encode(to: &fields) }
 
@@ -139,6 +153,7 @@ extension URL: FieldValue {
 }
 
 extension Optional: FieldValue where Wrapped: FieldValue {
+    public static var fieldFormat: FieldFormat { .wrapping("optional", Wrapped.fieldFormat) }
     @inlinable
     public func encode(to fields: inout FieldWriter) {
         switch self {
@@ -157,6 +172,8 @@ extension Optional: FieldValue where Wrapped: FieldValue {
 
 /// Arrays: a count, then the elements. `[UInt8]` is stored as raw bytes.
 extension Array: FieldValue where Element: FieldValue {
+    /// `bytes` for `[UInt8]`, else `array(element)`.
+    public static var fieldFormat: FieldFormat { Element.self == UInt8.self ? FieldFormat("bytes") : .wrapping("array", Element.fieldFormat) }
     @inlinable
     public func encode(to fields: inout FieldWriter) {
         if let bytes = self as? [UInt8] { return fields.writeBytes(bytes) }
@@ -176,6 +193,7 @@ extension Array: FieldValue where Element: FieldValue {
 }
 
 extension Set: FieldValue where Element: FieldValue {
+    public static var fieldFormat: FieldFormat { .wrapping("set", Element.fieldFormat) }
     @inlinable
     public func encode(to fields: inout FieldWriter) { Array(self).encode(to: &fields) }
     @inlinable
@@ -185,6 +203,7 @@ extension Set: FieldValue where Element: FieldValue {
 }
 
 extension Dictionary: FieldValue where Key: FieldValue, Value: FieldValue {
+    public static var fieldFormat: FieldFormat { .wrapping("map", Key.fieldFormat, Value.fieldFormat) }
     @inlinable
     public func encode(to fields: inout FieldWriter) {
         fields.writeVarint(UInt64(count))
@@ -205,6 +224,9 @@ extension Dictionary: FieldValue where Key: FieldValue, Value: FieldValue {
 
 /// Enums with a raw value are stored as the raw value: declare `extension Mood: FieldValue {}`.
 extension FieldValue where Self: RawRepresentable, RawValue: FieldValue {
+    /// `raw(format of the raw value)`.
+    public static var fieldFormat: FieldFormat { .wrapping("raw", RawValue.fieldFormat) }
+
     @inlinable
     public func encode(to fields: inout FieldWriter) { rawValue.encode(to: &fields) }
 

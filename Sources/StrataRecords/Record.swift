@@ -11,8 +11,9 @@ import StrataKeyCodec
 ///     var age: Int
 ///
 ///     static let recordType = RecordType(
-///         keyspace: "Person", version: 1,
-///         key: [("lastName", String.self), ("firstName", String.self)])
+///         keyspace: "Person",
+///         key: [("lastName", String.self), ("firstName", String.self)],
+///         fields: [("age", Int.fieldFormat)])
 ///
 ///     func writeKey(to key: inout KeyWriter) {
 ///         key.append(lastName)
@@ -46,7 +47,8 @@ public protocol Record {
 
     /// Converts a record written under an older (or newer) version, or returns `nil` when it
     /// cannot; reading then throws ``RecordError/versionMismatch(type:stored:current:)``.
-    /// The default returns `nil`.
+    /// The default returns `nil`. Recognise an older type's records with
+    /// `Old.recordType.isVersion(version)`: it also knows the number a format-1 store used.
     static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> Self?
 }
 
@@ -54,30 +56,88 @@ extension Record {
     public static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> Self? { nil }
 }
 
-/// A record type's identity and key layout.
+/// A record type's identity: keyspace, key layout, fields and schema version.
 public struct RecordType: Sendable {
     /// One key component: its property name and type.
     public struct KeyComponentInfo: Sendable {
         public let name: String
+        /// The Swift type's name as Swift prints it at run time (`String`, `Optional<Int>`).
         public let typeName: String
         @usableFromInline let typeID: ObjectIdentifier
+    }
+
+    /// One field: its property name and stored format.
+    public struct FieldInfo: Sendable, Hashable {
+        public let name: String
+        public let format: FieldFormat
+        public init(name: String, format: FieldFormat) {
+            self.name = name
+            self.format = format
+        }
     }
 
     /// The keyspace the records live in: every key starts with this name. Stable across builds;
     /// give it explicitly to rename the Swift type without losing its data.
     public let keyspace: String
-    /// The schema version stored with every value (a change of fields changes it).
+    /// The schema version stored with every value. Given explicitly, or derived from the key
+    /// components' names and types and the fields' names, order and formats (RecordFormat.md), so
+    /// a change of fields changes it and a respelling of types does not.
     public let version: UInt32
+    /// The number format-1 Strata derived for the same declaration from its type names as spelled:
+    /// records a format-1 store holds under it read as ``version`` (see ``isVersion(_:)``).
+    public let formatOneVersion: UInt32?
     /// The key components, in key order.
     public let key: [KeyComponentInfo]
+    /// The fields in stored order, or `nil` when the type does not describe them (a hand-written
+    /// record using ``init(keyspace:version:key:)``): the catalog then says so.
+    public let fields: [FieldInfo]?
 
+    /// A record type whose fields are not described to the catalog; the version is explicit.
     public init(keyspace: String, version: UInt32, key: [(name: String, type: any KeyComponent.Type)]) {
-        precondition(!key.isEmpty, "a record type needs at least one key component")
-        self.keyspace = keyspace
-        self.version = version
-        self.key = key.map { KeyComponentInfo(name: $0.name, typeName: "\($0.type)", typeID: ObjectIdentifier($0.type)) }
+        self.init(keyspace: keyspace, version: version, key: key, describedFields: nil, formatOneVersion: nil)
     }
 
-    /// The key layout as text, stored in the catalog: `lastName: String, firstName: String`.
+    /// A record type with described fields: the catalog stores their formats, and without an
+    /// explicit `version` it is derived from them. `formatOneVersion` is for the macro only.
+    public init(keyspace: String, version: UInt32? = nil, key: [(name: String, type: any KeyComponent.Type)],
+                fields: [(name: String, format: FieldFormat)], formatOneVersion: UInt32? = nil) {
+        self.init(keyspace: keyspace, version: version, key: key,
+                  describedFields: fields.map { FieldInfo(name: $0.name, format: $0.format) }, formatOneVersion: formatOneVersion)
+    }
+
+    private init(keyspace: String, version: UInt32?, key: [(name: String, type: any KeyComponent.Type)],
+                 describedFields: [FieldInfo]?, formatOneVersion: UInt32?) {
+        precondition(!key.isEmpty, "a record type needs at least one key component")
+        self.keyspace = keyspace
+        self.key = key.map { KeyComponentInfo(name: $0.name, typeName: "\($0.type)", typeID: ObjectIdentifier($0.type)) }
+        self.fields = describedFields
+        self.version = version ?? Self.derivedVersion(key: self.key.map { ($0.name, $0.typeName) }, fields: describedFields ?? [])
+        // Only a derived version had a format-1 twin: an explicit one was stored as itself.
+        self.formatOneVersion = version == nil ? formatOneVersion : nil
+    }
+
+    /// Whether values stored under `storedVersion` have this type's current layout: its
+    /// ``version``, or the format-1 number of the same declaration. Use it in
+    /// ``Record/migrate(fromVersion:key:fields:)`` to recognise an older type's records.
+    @inlinable
+    public func isVersion(_ storedVersion: UInt32) -> Bool {
+        storedVersion == version || storedVersion == formatOneVersion
+    }
+
+    /// The key layout as text, for messages: `lastName: String, firstName: String`.
     public var keyLayout: String { key.map { "\($0.name): \($0.typeName)" }.joined(separator: ", ") }
+
+    /// The default schema version (RecordFormat.md, "Schema versions"): FNV-1a 64 over
+    /// `2;key:name:Type,…;fields:name:format,…`, folded to 32 bits; 0 becomes 1.
+    public static func derivedVersion(key: [(name: String, typeName: String)], fields: [FieldInfo]) -> UInt32 {
+        let text = "2;key:" + key.map { "\($0.name):\($0.typeName)" }.joined(separator: ",")
+            + ";fields:" + fields.map { "\($0.name):\($0.format.descriptor)" }.joined(separator: ",")
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        let folded = UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
+        return folded == 0 ? 1 : folded
+    }
 }

@@ -18,6 +18,14 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     case readOnlyTransaction
     /// The store's manifest does not match how it is opened.
     case manifestMismatch(detail: String)
+    /// A keyspace's catalog entry could not be decoded.
+    case corruptCatalog(keyspace: String, detail: String)
+    /// The store or a keyspace requires a feature this build of Strata does not know (written by
+    /// a newer build): using it could leave that feature's data out of step, so it is refused.
+    case unsupportedFeature(feature: String, scope: String)
+    /// The store is in an older format (or its upgrade was interrupted): opening it writable once
+    /// upgrades it in place; a read-only open cannot.
+    case upgradeRequired(fromFormat: UInt32)
 
     public var description: String {
         switch self {
@@ -30,6 +38,11 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .invalidQuery(type, detail): return "invalid query on \(type): \(detail)"
         case .readOnlyTransaction: return "cannot write in a read-only transaction"
         case let .manifestMismatch(detail): return "store manifest mismatch: \(detail)"
+        case let .corruptCatalog(keyspace, detail): return "the catalog entry of keyspace \"\(keyspace)\" is unreadable: \(detail)"
+        case let .unsupportedFeature(feature, scope):
+            return "\(scope) requires the feature \"\(feature)\", which this build of Strata does not know: open it with a newer build"
+        case let .upgradeRequired(fromFormat):
+            return "the store is in format \(fromFormat) (or its upgrade to format \(Manifest.formatVersion) was interrupted): open it writable once to upgrade it in place"
         }
     }
 }

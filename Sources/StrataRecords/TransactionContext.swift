@@ -193,24 +193,25 @@ public final class TransactionContext {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(value.count) bytes, too short for a record")
         }
         let body = UnsafeRawBufferPointer(rebasing: value[..<(value.count - 4)])
-        let stored = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: value.count - 4, as: UInt32.self))
-        guard RecordChecksum.of(key: key, value: body) == stored else {
+        let storedChecksum = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: value.count - 4, as: UInt32.self))
+        guard RecordChecksum.of(key: key, value: body) == storedChecksum else {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "checksum mismatch: the stored key or value bytes were changed")
         }
         var keyReader = KeyReader(UnsafeRawBufferPointer(rebasing: key[prefixLength...]))
         var fields = FieldReader(body)
         do {
             let version = try fields.readVarint()
-            let current = R.recordType.version
-            if version == UInt64(current) {
+            guard let stored = UInt32(exactly: version) else {
+                throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: schema version \(version) is not a 32-bit number")
+            }
+            if R.recordType.isVersion(stored) {
                 let record = try R(key: &keyReader, fields: &fields)
                 try keyReader.finish()
                 try fields.finish()
                 return record
             }
-            let stored = UInt32(truncatingIfNeeded: version)
             guard let migrated = try R.migrate(fromVersion: stored, key: &keyReader, fields: &fields) else {
-                throw RecordError.versionMismatch(type: "\(R.self)", stored: stored, current: current)
+                throw RecordError.versionMismatch(type: "\(R.self)", stored: stored, current: R.recordType.version)
             }
             return migrated
         } catch let error as KeyDecodingError {

@@ -2,12 +2,18 @@ import CSQLite
 import Foundation
 import StrataEngine
 
-/// A Strata engine on SQLite (libsqlite3): one `WITHOUT ROWID` table whose primary key is a
-/// BLOB, so rows are stored and scanned in bytewise key order.
+/// A Strata engine on SQLite (libsqlite3, 3.37 or newer): one `WITHOUT ROWID` table whose
+/// primary key is a BLOB, so rows are stored and scanned in bytewise key order.
 ///
 /// The store is a directory holding `data.sqlite` (plus SQLite's `-wal` and `-shm` files):
 ///
-///     CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID
+///     CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) STRICT, WITHOUT ROWID
+///
+/// `STRICT` makes SQLite refuse keys and values that are not BLOBs, whoever writes them: SQLite
+/// orders INTEGER < TEXT < BLOB, so a TEXT key would be scanned out of byte order. A table without
+/// it (an older Strata store, or another tool's identical table) is checked at the first writable
+/// open and rebuilt `STRICT` when every row is BLOBs; otherwise the open is refused, naming what
+/// was found (RecordFormat.md, "SQLite").
 ///
 /// WAL mode. Writers use one connection and `BEGIN IMMEDIATE`; each reader uses a connection of
 /// its own and pins its snapshot as it begins (a deferred `BEGIN` would take it only at the first
@@ -25,7 +31,9 @@ public final class SQLiteEngine: CoreBackedEngine, @unchecked Sendable {
     /// The database file inside the store directory.
     public let file: String
 
-    static let schema = "CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
+    static let schema = "CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) STRICT, WITHOUT ROWID"
+    /// Strata's table before `STRICT`.
+    static let looseSchema = "CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
 
     public init(path: String, options: EngineOptions = EngineOptions()) throws {
         self.path = path
@@ -58,8 +66,10 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
         do {
             if options.mode == .readOnly {
                 let reader = try connect(readOnly: true, create: false)
-                guard try Self.inspect(reader, path: path) == .strata else {
-                    throw EngineError.notAStore(path: path, reason: "data.sqlite has no kv table")
+                switch try Self.inspect(reader, path: path) {
+                case .empty: throw EngineError.notAStore(path: path, reason: "data.sqlite has no kv table")
+                case .loose: try Self.refuseNonBlobRows(reader, path: path)  // cannot convert: check only
+                case .strict: break
                 }
                 idleReaders.append(reader)
             } else {
@@ -72,6 +82,7 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
                 try connection.execute("PRAGMA journal_mode=WAL")
                 try connection.execute(options.durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
                 if state == .empty { try connection.execute(SQLiteEngine.schema) }
+                if state == .loose { try Self.makeStrict(connection, path: path) }
                 writer = connection
             }
         } catch {
@@ -117,7 +128,13 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
         }
     }
 
-    private enum Contents { case empty, strata }
+    private enum Contents {
+        case empty
+        /// Strata's table.
+        case strict
+        /// Strata's table before `STRICT`: its rows may hold other types than BLOB.
+        case loose
+    }
 
     /// What the database holds: nothing yet, or exactly Strata's table. Anything else (another
     /// application's tables, a different `kv`) is refused.
@@ -132,11 +149,56 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
             }
         }
         if tables.isEmpty { return .empty }
-        if tables == ["kv": SQLiteEngine.schema] { return .strata }
+        // A table rebuilt by `makeStrict` is named through ALTER TABLE, which SQLite records quoted.
+        let kv = tables["kv"]?.replacingOccurrences(of: #"CREATE TABLE "kv"("#, with: "CREATE TABLE kv(")
+        if tables.count == 1 && kv == SQLiteEngine.schema { return .strict }
+        if tables.count == 1 && kv == SQLiteEngine.looseSchema { return .loose }
         if let kv = tables["kv"] {
             throw EngineError.notAStore(path: path, reason: "data.sqlite has a different kv table: \(kv)")
         }
         throw EngineError.notAStore(path: path, reason: "data.sqlite holds other tables (\(tables.keys.sorted().joined(separator: ", "))) and no kv table")
+    }
+
+    /// Throws `notAStore` naming the rows whose key or value is not a BLOB, if there are any.
+    private static func refuseNonBlobRows(_ connection: SQLiteConnection, path: String) throws {
+        var found: [String] = []
+        let sql = """
+            SELECT 'key', typeof(k), count(*) FROM kv WHERE typeof(k) <> 'blob' GROUP BY 2
+            UNION ALL SELECT 'value', typeof(v), count(*) FROM kv WHERE typeof(v) <> 'blob' GROUP BY 2
+            """
+        try connection.withStatement(sql) { s in
+            while true {
+                let rc = sqlite3_step(s)
+                if rc == SQLITE_DONE { break }
+                guard rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "checking the kv table's types", path: path) }
+                let count = sqlite3_column_int64(s, 2)
+                let what = String(cString: sqlite3_column_text(s, 0))
+                found.append("\(count) \(what)\(count == 1 ? "" : "s") of type \(String(cString: sqlite3_column_text(s, 1)))")
+            }
+        }
+        if !found.isEmpty {
+            throw EngineError.notAStore(path: path, reason: "data.sqlite's kv table holds " + found.joined(separator: ", ")
+                + "; Strata keys and values are BLOBs (SQLite orders INTEGER < TEXT < BLOB, so other keys would be scanned out of byte order)")
+        }
+    }
+
+    /// Rebuilds a table without `STRICT` as Strata's table, in one SQLite transaction: all or nothing.
+    private static func makeStrict(_ connection: SQLiteConnection, path: String) throws {
+        guard sqlite3_libversion_number() >= 3_037_000 else {
+            throw EngineError.notAStore(path: path, reason: "SQLite \(String(cString: sqlite3_libversion())) is older than 3.37, which STRICT tables need")
+        }
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            try refuseNonBlobRows(connection, path: path)
+            try connection.execute(SQLiteEngine.schema.replacingOccurrences(of: "TABLE kv(", with: "TABLE kv_strict("))
+            try connection.execute("INSERT INTO kv_strict(k, v) SELECT k, v FROM kv")
+            try connection.execute("DROP TABLE kv")
+            try connection.execute("ALTER TABLE kv_strict RENAME TO kv")
+            try connection.execute("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
     }
 
     func beginRead() throws -> any StorageReadTransaction {

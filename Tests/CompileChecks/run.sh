@@ -19,7 +19,8 @@ for snippet in Tests/CompileChecks/*.swift; do
     -load-plugin-executable "$build/StrataMacrosPlugin-tool#StrataMacrosPlugin" \
     -Xcc -fmodule-map-file=Sources/CLMDB/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CLevelDB/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap 2>&1)
+    -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/CCRC32C/include/module.modulemap 2>&1)
   status=$?
   if [ "$expect" = "compiles" ]; then
     if [ $status -eq 0 ]; then ok=1; else ok=0; fi

@@ -20,7 +20,10 @@ final class ExpansionTests: XCTestCase {
             }
 
             extension Tag: Strata.Record {
-                static let recordType = Strata.RecordType(keyspace: "Tag", version: 491673542, key: [("id", Int.self)])
+                static let recordType = Strata.RecordType(
+                    keyspace: "Tag",
+                    key: [("id", Int.self)],
+                    fields: [("label", Strata.FieldFormat.of(String?.self))], formatOneVersion: 491673542)
 
                 func writeKey(to key: inout StrataKeyCodec.KeyWriter) {
                     key.append(self.id)
@@ -73,7 +76,8 @@ final class ExpansionTests: XCTestCase {
             """)
         let lines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         // Key in the attribute's order, whatever the declaration order.
-        XCTAssert(lines.contains(#"static let recordType = Strata.RecordType(keyspace: "Person", version: \#(versionOf(source)), key: [("lastName", String.self), ("firstName", String.self)])"#))
+        XCTAssert(lines.contains(#"key: [("lastName", String.self), ("firstName", String.self)],"#))
+        XCTAssert(lines.contains(#"fields: [("tags", Strata.FieldFormat.of([String: Int].self)), ("email", Strata.FieldFormat.of(String?.self)), ("born", Strata.FieldFormat.of(Date.self))], formatOneVersion: \#(versionOf(source)))"#))
         XCTAssertEqual(lines.filter { $0.hasPrefix("key.append") }, ["key.append(self.lastName)", "key.append(self.firstName)"])
         XCTAssertEqual(lines.filter { $0.hasPrefix("self.") && $0.contains("key.read") }, ["self.lastName = try key.read(String.self)", "self.firstName = try key.read(String.self)"])
         // Fields: stored properties that are not key, in declaration order; static, computed and `let x = v` left out.
@@ -90,8 +94,9 @@ final class ExpansionTests: XCTestCase {
         XCTAssert(lines.contains { $0.hasPrefix("static func select(in __ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, firstName: String, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self]") })
     }
 
+    /// The format-1 version the expansion passes on (the format-2 one is derived at run time).
     func versionOf(_ source: String) -> String {
-        let marker = "version: "
+        let marker = "formatOneVersion: "
         guard let start = source.range(of: marker)?.upperBound else { return "?" }
         return String(source[start...].prefix { $0.isNumber })
     }
@@ -128,11 +133,31 @@ final class ExpansionTests: XCTestCase {
                 let code: String
             }
             """)
-        XCTAssert(source.contains(#"Strata.RecordType(keyspace: "countries", version: 7, key: [("code", String.self)])"#))
+        XCTAssert(source.contains(#"keyspace: "countries", version: 7,"#))
+        XCTAssert(!source.contains("formatOneVersion"), "an explicit version was stored as itself in format 1 too")
     }
 
-    func testVersionIgnoresFormattingButNotNamesOrTypes() {
-        let base = SchemaVersion.of(keys: [.init(name: "id", type: "Int")], fields: [.init(name: "tags", type: "[String:Int]")])
+    func testFieldAttributesChooseTheStoredFormat() {
+        let source = expanded("""
+            @IndexKeyRecord("id")
+            struct Event {
+                let id: Int
+                @Field(.json) var payload: Payload
+                @Field(codec: Celsius.self) var temperature: Double
+                var note: String
+            }
+            """)
+        let lines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertEqual(lines.filter { $0.hasPrefix("fields.write") },
+                       ["fields.writeJSON(self.payload)", "fields.write(self.temperature, codec: Celsius.self)", "fields.write(self.note)"])
+        XCTAssertEqual(lines.filter { $0.contains("fields.read") },
+                       ["self.payload = try fields.readJSON(Payload.self)", "self.temperature = try fields.read(codec: Celsius.self)",
+                        "self.note = try fields.read(String.self)"])
+        XCTAssert(source.contains(#"fields: [("payload", Strata.FieldFormat.json), ("temperature", Celsius.format), ("note", Strata.FieldFormat.of(String.self))]"#))
+    }
+
+    func testFormatOneVersionIgnoresFormattingButNotNamesOrTypes() {
+        let base = SchemaVersion.formatOne(keys: [.init(name: "id", type: "Int")], fields: [.init(name: "tags", type: "[String:Int]")])
         XCTAssertEqual(base, 1_724_624_172)  // pinned: FNV-1a is the same in every process and build
         func version(_ declaration: String) -> String { versionOf(expanded(declaration)) }
         let plain = version("@IndexKeyRecord(\"id\") struct R { let id: Int\n var tags: [String: Int] }")
@@ -162,6 +187,20 @@ final class ExpansionTests: XCTestCase {
             // The declaration stays as written, without the attribute.
             let withoutAttribute = c.source.split(separator: "\n", maxSplits: 1).last.map(String.init) ?? ""
             assertMacroExpansion(c.source, expandedSource: withoutAttribute,
+                                 diagnostics: [DiagnosticSpec(message: c.message, line: c.line, column: c.column)], macros: testMacros)
+        }
+    }
+
+    /// `@Field` on a key component, or with an argument it does not understand: one error, no expansion.
+    func testFieldAttributeDiagnostics() {
+        let cases: [(source: String, expanded: String, message: String, line: Int, column: Int)] = [
+            ("@IndexKeyRecord(\"id\")\nstruct Tag {\n    @Field(.json) let id: Int\n}", "struct Tag {\n    let id: Int\n}",
+             "'id' is a key component, stored by the key codec: @Field applies to fields only", 1, 17),
+            ("@IndexKeyRecord(\"id\")\nstruct Tag {\n    let id: Int\n    @Field(.xml) var note: String\n}",
+             "struct Tag {\n    let id: Int\n    var note: String\n}", "@Field takes .json or codec: SomeCodec.self", 4, 5),
+        ]
+        for c in cases {
+            assertMacroExpansion(c.source, expandedSource: c.expanded,
                                  diagnostics: [DiagnosticSpec(message: c.message, line: c.line, column: c.column)], macros: testMacros)
         }
     }

@@ -156,6 +156,7 @@ struct MacroRecordTests {
         // The same declaration in another test file, formatted differently, has the same version
         // (see VersionTwins.swift); a changed field name or type gives another.
         #expect(Person.recordType.version == PersonReformatted.recordType.version)
+        #expect(Person.recordType.version == PersonRespelled.recordType.version)
         #expect(Person.recordType.version != PersonRenamedField.recordType.version)
         #expect(Person.recordType.version != PersonRetypedField.recordType.version)
     }

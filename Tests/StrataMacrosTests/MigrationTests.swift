@@ -17,7 +17,7 @@ struct MemberV2 {
     var email: String?
 
     static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> MemberV2? {
-        guard version == MemberV1.recordType.version else { return nil }
+        guard MemberV1.recordType.isVersion(version) else { return nil }
         let old = try MemberV1(key: &key, fields: &fields)
         return MemberV2(id: old.id, age: Double(old.age), email: nil)
     }

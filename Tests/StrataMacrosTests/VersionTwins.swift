@@ -16,9 +16,20 @@ struct PersonRenamedField {
     let years: Int
 }
 
+// Int32 is stored as i32, Int as i64: another format, another version. (Int64 is i64 too, the
+// same bytes as Int: that respelling keeps the version.)
 @IndexKeyRecord("lastName", "firstName", keyspace: "PersonRetypedField")
 struct PersonRetypedField {
     let lastName: String
     let firstName: String
+    let age: Int32
+}
+
+@IndexKeyRecord("lastName", "firstName", keyspace: "PersonRespelled")
+struct PersonRespelled {
+    let lastName: Swift.String
+    let firstName: Name
     let age: Int64
 }
+
+typealias Name = String

@@ -70,7 +70,7 @@ struct Reading: Record, Equatable {
         fields.write(extra)
         fields.write(id)
         fields.write(source)
-        fields.write(calibration)
+        fields.writeJSON(calibration)
         fields.write(payload)
     }
 
@@ -90,7 +90,7 @@ struct Reading: Record, Equatable {
         extra = try fields.read()
         id = try fields.read()
         source = try fields.read()
-        calibration = try fields.read()
+        calibration = try fields.readJSON()
         payload = try fields.read()
     }
 }

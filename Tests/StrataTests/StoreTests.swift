@@ -57,7 +57,7 @@ struct PersonV3: Record {
 @Suite("Store, keyspaces and versions")
 struct StoreTests {
     /// Replaces the store's manifest underneath Strata, as another engine or version would write it.
-    static func rewriteManifest(_ path: String, engine: String = "lmdb", codecVersion: UInt32 = 1, format: UInt32 = 1) throws {
+    static func rewriteManifest(_ path: String, engine: String = "lmdb", codecVersion: UInt32 = 1, format: UInt32 = 2) throws {
         let lmdb = try LMDBEngine(path: path, options: EngineOptions(mode: .openExisting))
         var w = FieldWriter()
         w.write(engine); w.write("strata-tuple"); w.write(codecVersion); w.write(format)
@@ -78,8 +78,30 @@ struct StoreTests {
         try Self.rewriteManifest(dir.path, codecVersion: 9)
         #expect(throws: RecordError.manifestMismatch(detail: "keys encoded with strata-tuple v9, this Strata reads strata-tuple v1")) { try Store(.lmdb(path: dir.path)) }
         try Self.rewriteManifest(dir.path, format: 7)
-        #expect(throws: RecordError.manifestMismatch(detail: "format version 7 is newer than this Strata's 1")) { try Store(.lmdb(path: dir.path)) }
+        #expect(throws: RecordError.manifestMismatch(detail: "format version 7 is newer than this Strata's 2")) { try Store(.lmdb(path: dir.path)) }
+        try Self.rewriteManifest(dir.path, format: 0)
+        #expect(throws: RecordError.manifestMismatch(detail: "unknown format version 0")) { try Store(.lmdb(path: dir.path)) }
         try Self.rewriteManifest(dir.path)
+        try Store(.lmdb(path: dir.path)).close()
+    }
+
+    @Test("a store-wide feature this build does not know is refused at open, naming it; a known list opens")
+    func unknownStoreFeature() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        try Store(.lmdb(path: dir.path)).close()
+        let featuresKey = [0x00] + KeyCodec.encode("features")
+        func setFeatures(_ features: [String]) throws {
+            let lmdb = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+            var w = FieldWriter()
+            w.write(features)
+            try lmdb.write { tx in try tx.put(w.bytes, forKey: featuresKey) }
+            try lmdb.close()
+        }
+        try setFeatures(["time-travel"])
+        #expect(throws: RecordError.unsupportedFeature(feature: "time-travel", scope: "the store")) { try Store(.lmdb(path: dir.path)) }
+        #expect(throws: RecordError.unsupportedFeature(feature: "time-travel", scope: "the store")) { try Store(.lmdb(path: dir.path), mode: .readOnly) }
+        try setFeatures([])
         try Store(.lmdb(path: dir.path)).close()
     }
 

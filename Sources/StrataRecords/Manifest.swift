@@ -1,0 +1,110 @@
+import StrataEngine
+import StrataKeyCodec
+
+/// What a store was written with (RecordFormat.md, "Manifest"): checked at every open, written
+/// into a new store.
+enum Manifest {
+    static let formatVersion: UInt32 = 2
+
+    struct Contents: Equatable {
+        var engine: String
+        var codec: String
+        var codecVersion: UInt32
+        var format: UInt32
+    }
+
+    static func current(_ engine: any KeyValueEngine) -> Contents {
+        Contents(engine: engine.engineName, codec: KeyCodec.name, codecVersion: UInt32(KeyCodec.version), format: formatVersion)
+    }
+
+    static func encode(_ c: Contents) -> [UInt8] {
+        var w = FieldWriter()
+        w.write(c.engine)
+        w.write(c.codec)
+        w.write(c.codecVersion)
+        w.write(c.format)
+        return w.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> Contents {
+        try bytes.withUnsafeBytes { raw in
+            var r = FieldReader(raw)
+            do {
+                let c = Contents(engine: try r.read(), codec: try r.read(), codecVersion: try r.read(), format: try r.read())
+                try r.finish()
+                return c
+            } catch {
+                throw RecordError.manifestMismatch(detail: "the manifest is unreadable: \(error)")
+            }
+        }
+    }
+
+    /// What opening found, for ``Store`` to act on.
+    enum Found {
+        case current
+        /// A format-1 store, or a format-2 store whose upgrade was interrupted.
+        case needsUpgrade(from: UInt32)
+    }
+
+    /// Checks the manifest and the store-wide features; writes both into an empty store.
+    static func check(_ engine: any KeyValueEngine, readOnly: Bool) throws -> Found {
+        let expected = current(engine)
+        let found = try engine.read { tx -> (Contents?, Bool, [String], Bool) in
+            let stored = try tx.get(SystemKey.manifest)
+            let features = try tx.get(SystemKey.features).map(decodeFeatures) ?? []
+            let upgrading = try tx.exists(SystemKey.job(FormatUpgrade.jobName))
+            return (try stored.map(decode), try tx.keys(.all, limit: 1).isEmpty, features, upgrading)
+        }
+        if let stored = found.0 {
+            try compare(stored, expected)
+            try refuseUnknown(found.2, in: "the store")
+            if stored.format < expected.format { return .needsUpgrade(from: stored.format) }
+            return found.3 ? .needsUpgrade(from: stored.format) : .current
+        }
+        if !found.1 { throw RecordError.manifestMismatch(detail: "the store holds data but no Strata manifest") }
+        if readOnly { return .current }  // an empty store opened read-only: nothing to check, nothing to write
+        return try engine.write { tx in
+            if let stored = try tx.get(SystemKey.manifest) {  // another process created it meanwhile
+                let contents = try decode(stored)
+                try compare(contents, expected)
+                return contents.format < expected.format ? .needsUpgrade(from: contents.format) : .current
+            }
+            try tx.put(encode(expected), forKey: SystemKey.manifest)
+            return .current
+        }
+    }
+
+    static func compare(_ stored: Contents, _ expected: Contents) throws {
+        if stored.format > expected.format {
+            throw RecordError.manifestMismatch(detail: "format version \(stored.format) is newer than this Strata's \(expected.format)")
+        }
+        if !FormatUpgrade.upgradable.contains(stored.format) && stored.format != expected.format {
+            throw RecordError.manifestMismatch(detail: "unknown format version \(stored.format)")
+        }
+        if stored.engine != expected.engine {
+            throw RecordError.manifestMismatch(detail: "written by engine \(stored.engine), opened with \(expected.engine)")
+        }
+        if stored.codec != expected.codec || stored.codecVersion != expected.codecVersion {
+            throw RecordError.manifestMismatch(detail: "keys encoded with \(stored.codec) v\(stored.codecVersion), this Strata reads \(expected.codec) v\(expected.codecVersion)")
+        }
+    }
+
+    static func decodeFeatures(_ bytes: [UInt8]) throws -> [String] {
+        try bytes.withUnsafeBytes { raw in
+            var r = FieldReader(raw)
+            do {
+                let features = try r.read([String].self)
+                try r.finish()
+                return features
+            } catch {
+                throw RecordError.manifestMismatch(detail: "the store's feature list is unreadable: \(error)")
+            }
+        }
+    }
+
+    static func refuseUnknown(_ features: [String], in scope: String) throws {
+        if let unknown = features.first(where: { !KnownFeatures.all.contains($0) }) {
+            throw RecordError.unsupportedFeature(feature: unknown, scope: scope)
+        }
+    }
+}
