@@ -258,4 +258,21 @@ struct RecordFormatTests {
         otherKey[otherKey.count - 1] = 8
         #expect(throws: RecordError.self) { try Self.readBack(Note.self, key: otherKey, value: value) }
     }
+
+    @Test("a keyspace whose catalog entry requires an unknown feature is refused for reading and writing; other keyspaces work")
+    func unknownKeyspaceFeature() throws {
+        let store = try Store(.memory)
+        defer { try? store.close() }
+        try store.withTransaction { ctx in try ctx.insert(Note(id: 1, text: "a")) }
+        // A newer build added a feature to the keyspace (an index, say).
+        var entry = CatalogEntry(key: [("id", "Int")], schemas: [.init(version: Note.recordType.version, fields: Note.recordType.fields)])
+        entry.features = ["indexes-v9"]
+        try store.engine.write { tx in try tx.put(entry.encoded(), forKey: SystemKey.keyspace("Note")) }
+        let reopened = try Store(engine: store.engine)  // a fresh catalog, as in another process
+        let refusal = RecordError.unsupportedFeature(feature: "indexes-v9", scope: "keyspace \"Note\"")
+        #expect(throws: refusal) { try reopened.withReadTransaction { ctx in try ctx.select(Note.self) } }
+        #expect(throws: refusal) { try reopened.withTransaction { ctx in try ctx.insert(Note(id: 2, text: "b")) } }
+        #expect(try reopened.withReadTransaction { ctx in try ctx.count(Person.self) } == 0)
+        #expect(refusal.description.contains("open it with a newer build"))
+    }
 }
