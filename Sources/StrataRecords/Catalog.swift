@@ -133,22 +133,27 @@ struct CatalogEntry: Equatable {
 @usableFromInline final class Catalog: @unchecked Sendable {
     private let lock = NSLock()
     private var owners: [String: (ObjectIdentifier, String)] = [:]
-    /// Keyspace and version pairs whose committed catalog entry is known to be complete.
-    private var verified: Set<String> = []
+    /// Keyspace and version pairs whose committed catalog entry is known to be complete, with
+    /// the versions of the same fields.
+    private var verified: [String: Set<UInt32>] = [:]
 
     /// Checks `R`'s claim on its keyspace; records its schema in the store on its first write.
-    @usableFromInline func check<R: Record>(_: R.Type, in tx: any KeyValueReader, writer: (any KeyValueWriter)?) throws {
+    /// Returns the other versions whose stored schema has exactly `R`'s fields (names and
+    /// formats, in order): their values have `R`'s layout, so they read as current. That is how a
+    /// record stored under format 1's spelled-type version keeps reading after the type is
+    /// respelled, once the type has written under format 2 (which records both numbers).
+    @usableFromInline func check<R: Record>(_: R.Type, in tx: any KeyValueReader, writer: (any KeyValueWriter)?) throws -> Set<UInt32> {
         let type = R.recordType
         let me = ObjectIdentifier(R.self)
         let verifiedKey = "\(type.version) \(type.keyspace)"
-        let alreadyVerified: Bool = try lock.withLock {
+        let alreadyVerified: Set<UInt32>? = try lock.withLock {
             if let (owner, name) = owners[type.keyspace], owner != me {
                 throw RecordError.keyspaceClash(keyspace: type.keyspace, detail: "used by \(name) and by \(R.self) in this process")
             }
             owners[type.keyspace] = (me, "\(R.self)")
-            return verified.contains(verifiedKey)
+            return verified[verifiedKey]
         }
-        if alreadyVerified { return }
+        if let alreadyVerified { return alreadyVerified }
         let key = SystemKey.keyspace(type.keyspace)
         let declared = type.key.map { (name: $0.name, type: $0.typeName) }
         let schema = CatalogEntry.Schema(version: type.version, fields: type.fields)
@@ -156,7 +161,7 @@ struct CatalogEntry: Equatable {
             // A new keyspace. Only what is committed is marked verified: a rolled-back first
             // write leaves it unmarked.
             try writer?.put(CatalogEntry(key: declared, schemas: [schema]).encoded(), forKey: key)
-            return
+            return []
         }
         var entry = try CatalogEntry(decoding: stored, keyspace: type.keyspace)
         try Manifest.refuseUnknown(entry.features, in: "keyspace \"\(type.keyspace)\"")
@@ -164,6 +169,7 @@ struct CatalogEntry: Equatable {
             let layout = entry.key.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
             throw RecordError.keyspaceClash(keyspace: type.keyspace, detail: "the store holds keys (\(layout)) but \(R.self) declares (\(type.keyLayout))")
         }
+        let sameFields = Set(entry.schemas.lazy.filter { $0.version != type.version && $0.fields != nil && $0.fields == type.fields }.map(\.version))
         var missing: [CatalogEntry.Schema] = []
         if !entry.schemas.contains(where: { $0.version == type.version }) { missing.append(schema) }
         // A keyspace upgraded from format 1 holds records under the format-1 number of the same
@@ -172,11 +178,12 @@ struct CatalogEntry: Equatable {
             missing.append(CatalogEntry.Schema(version: old, fields: type.fields))
         }
         if missing.isEmpty {
-            lock.withLock { _ = verified.insert(verifiedKey) }
+            lock.withLock { verified[verifiedKey] = sameFields }
         } else if let writer {
             entry.schemas += missing
             try writer.put(entry.encoded(), forKey: key)
         }
+        return sameFields
     }
 }
 

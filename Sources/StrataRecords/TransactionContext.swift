@@ -9,8 +9,9 @@ public final class TransactionContext {
     @usableFromInline unowned let store: Store
     @usableFromInline let reader: any KeyValueReader
     @usableFromInline let writer: (any KeyValueWriter)?
-    /// Record types whose keyspace was checked in this transaction.
-    @usableFromInline var checked: [ObjectIdentifier] = []
+    /// Record types whose keyspace was checked in this transaction, with the other schema
+    /// versions the catalog says have the type's exact fields (see ``Catalog/check(_:in:writer:)``).
+    @usableFromInline var checked: [(type: ObjectIdentifier, sameFields: Set<UInt32>)] = []
     /// Reused for encoding keys and values without allocating per record.
     @usableFromInline var keyWriter = KeyWriter(capacity: 64)
     @usableFromInline var fieldWriter = FieldWriter()
@@ -204,7 +205,7 @@ public final class TransactionContext {
             guard let stored = UInt32(exactly: version) else {
                 throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: schema version \(version) is not a 32-bit number")
             }
-            if R.recordType.isVersion(stored) {
+            if R.recordType.isVersion(stored) || sameFields(R.self).contains(stored) {
                 let record = try R(key: &keyReader, fields: &fields)
                 try keyReader.finish()
                 try fields.finish()
@@ -232,9 +233,16 @@ public final class TransactionContext {
     @inlinable
     func prepare<R: Record>(_: R.Type) throws {
         let id = ObjectIdentifier(R.self)
-        if checked.contains(id) { return }
-        try store.catalog.check(R.self, in: reader, writer: writer)
-        checked.append(id)
+        if checked.contains(where: { $0.type == id }) { return }
+        let sameFields = try store.catalog.check(R.self, in: reader, writer: writer)
+        checked.append((id, sameFields))
+    }
+
+    /// Versions stored with exactly `R`'s fields (names and formats, in order): read as current.
+    @usableFromInline
+    func sameFields<R: Record>(_: R.Type) -> Set<UInt32> {
+        let id = ObjectIdentifier(R.self)
+        return checked.first { $0.type == id }?.sameFields ?? []
     }
 
     /// Checks a query's shape against `R`'s key: no more components than the key has, each of

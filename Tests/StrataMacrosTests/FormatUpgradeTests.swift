@@ -74,6 +74,35 @@ struct FormatUpgradeTests {
         try store.close()
     }
 
+    @Test("format-1 records keep reading after the type is respelled, once the type has written under format 2")
+    func respelledAfterUpgrade() throws {
+        let path = try Self.copy(.lmdb)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(FixturePersonRespelled.recordType.version == FixturePerson.recordType.version)
+        #expect(FixturePersonRespelled.recordType.formatOneVersion != FixturePerson.recordType.formatOneVersion)
+        var store = try Store(.lmdb(path: path))
+        // Respelled before the type wrote: format 1's number of the old spelling is unknown to it.
+        let stored = try #require(FixturePerson.recordType.formatOneVersion)
+        #expect(throws: RecordError.versionMismatch(type: "FixturePersonRespelled", stored: stored, current: FixturePersonRespelled.recordType.version)) {
+            try store.withReadTransaction { ctx in try ctx.select(FixturePersonRespelled.self, limit: 1) }
+        }
+        try store.close()
+        store = try Store(.lmdb(path: path))
+        try store.withTransaction { ctx in
+            try ctx.insert(FixturePerson(lastName: "new", firstName: "one", age: 1, email: nil, tags: [], score: 0))
+        }
+        try store.close()
+        // The catalog now holds the old number with the fields' formats: the respelled type reads it.
+        store = try Store(.lmdb(path: path))
+        let people = try store.withReadTransaction { ctx in try ctx.select(FixturePersonRespelled.self) }
+        #expect(people.count == FormatV1Fixture.peopleCount + 1)
+        let expected = Dictionary(uniqueKeysWithValues: FormatV1Fixture.people().map { ("\($0.lastName)|\($0.firstName)", $0) })
+        #expect(people.filter { $0.lastName != "new" }.allSatisfy { p in
+            expected["\(p.lastName)|\(p.firstName)"].map { $0.age == p.age && $0.email == p.email && $0.tags == p.tags && $0.score == p.score } == true
+        })
+        try store.close()
+    }
+
     @Test("a damaged format-1 record is counted and left as found; it still reads as corrupt", arguments: [Engines.lmdb])
     func damagedRecord(engine: Engines) throws {
         let path = try Self.copy(engine)

@@ -15,6 +15,18 @@ struct FixturePerson: Equatable {
     var score: Double
 }
 
+/// FixturePerson as a later version of the program might spell it: the same fields, so the same
+/// format-2 version, but another format-1 hash.
+@IndexKeyRecord("lastName", "firstName", keyspace: "people")
+struct FixturePersonRespelled: Equatable {
+    let lastName: Swift.String
+    let firstName: String
+    var age: Swift.Int
+    var email: Optional<String>
+    var tags: Array<String>
+    var score: Double
+}
+
 struct FixturePayload: Codable, Equatable {
     var kind: String
     var weights: [Int]
