@@ -111,6 +111,8 @@ let package = Package(
             dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
         ),
         .testTarget(name: "StrataMacrosTests", dependencies: ["Strata"]),
+        // Empire's README and documentation examples, verbatim but for the import and the path.
+        .testTarget(name: "EmpireExamplesTests", dependencies: ["Strata"]),
         .testTarget(
             name: "StrataAdapterTests",
             dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataBundledEngines", "StrataConformance", "CLMDB"]

@@ -14,9 +14,16 @@
 /// ```
 ///
 /// Generated: the `Record` conformance (key and field serialization, an initializer that reads
-/// them), `recordType`, and for every prefix of the key `select(in:…)` and `count(in:…)` with
-/// plain values for the leading components and a ``Strata/Comparison`` or a plain value for the
-/// last, and `delete(in:…)` with plain values. Any other query shape does not compile.
+/// them), `recordType`, the key type `IndexKey` and the record's `indexKey`; for every prefix of
+/// the key `select(in:limit:order:…)` and `count(in:…)` with plain values for the leading
+/// components and a ``Strata/Comparison`` or a plain value for the last, and `delete(in:…)` with
+/// plain values; `fetch(in:…)` and `exists(in:…)` with the whole key. Any other query shape does
+/// not compile, and says why: a comparison before the last component, or in `delete`, `fetch` or
+/// `exists`, is "only the last key component of a select or count may be a comparison…"; a skipped
+/// component is a missing argument naming it.
+///
+/// Without `order:`, a query whose last component is `lessThan` or `lessThanOrEqual` returns the
+/// nearest records first (descending, as Empire does); every other query ascends.
 ///
 /// - Stored properties need a type annotation. `static` and computed properties are ignored.
 ///   A `let` with an initial value is left out of the record (it cannot be set when reading);
@@ -26,6 +33,8 @@
 /// - Fields are stored in the binary format of their ``Strata/FieldValue`` type. A field of
 ///   another `Codable` type says how it is stored: `@Field(.json)`, or `@Field(codec:)` with a
 ///   ``Strata/FieldCodec``. A field's format never depends on which conformances its type has.
+/// - `sendable: true` adds `Sendable` to the record and its `IndexKey` (for a public type; an
+///   internal one is `Sendable` by inference when its properties are).
 /// - `version`: the schema version stored with each value. Default: derived at run time from the
 ///   key names and types and the field names, order and formats (RecordFormat.md), so neither
 ///   formatting nor respelling a type (`[String]`, `Array<String>`, a typealias) changes it. A
@@ -33,9 +42,10 @@
 ///   type declares one.
 @attached(
     extension, conformances: Record,
-    names: named(recordType), named(writeKey), named(writeFields), named(init), named(select), named(count), named(delete)
+    names: named(recordType), named(writeKey), named(writeFields), named(init), named(select), named(count), named(delete),
+    named(IndexKey), named(indexKey), named(fetch), named(exists)
 )
-public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: UInt32? = nil) =
+public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: UInt32? = nil, sendable: Bool = false) =
     #externalMacro(module: "StrataMacrosPlugin", type: "IndexKeyRecordMacro")
 
 /// Stores a record field in the format given instead of its type's binary ``Strata/FieldValue``

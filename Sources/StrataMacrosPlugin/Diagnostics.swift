@@ -7,6 +7,7 @@ enum RecordDiagnostic: DiagnosticMessage {
     case keyNameNotALiteral
     case keyspaceNotALiteral
     case versionNotALiteral
+    case sendableNotALiteral
     case notAStoredProperty(String, String)
     case duplicateKey(String)
     case missingType(String)
@@ -22,6 +23,7 @@ enum RecordDiagnostic: DiagnosticMessage {
         case .keyNameNotALiteral: return "key property names must be string literals"
         case .keyspaceNotALiteral: return "keyspace must be a non-empty string literal"
         case .versionNotALiteral: return "version must be an integer literal from 0 to 4294967295"
+        case .sendableNotALiteral: return "sendable must be true or false"
         case let .notAStoredProperty(name, type): return "'\(name)' is not a stored property of \(type)"
         case let .duplicateKey(name): return "'\(name)' is named twice in the key"
         case let .missingType(name): return "stored property '\(name)' needs a type annotation to be part of a record"

@@ -9,9 +9,11 @@ struct Generator {
     let formatOneVersion: UInt32?
     /// `"public "`, `"package "` or `""`: the struct's own visibility.
     let access: String
+    /// Whether the attribute asks for `Sendable` conformances (`sendable: true`).
+    let sendable: Bool
 
     func extensionSource(for type: String) -> String {
-        var lines = ["extension \(type): Strata.Record {"]
+        var lines = ["extension \(type): Strata.Record\(sendable ? ", Sendable" : "") {"]
         let version = self.version.map { ", version: \($0)" } ?? ""
         let formatOne = formatOneVersion.map { ", formatOneVersion: \($0)" } ?? ""
         lines.append("    \(access)static let recordType = Strata.RecordType(")
@@ -22,6 +24,7 @@ struct Generator {
         lines.append("    \(access)func writeKey(to key: inout StrataKeyCodec.KeyWriter) {")
         lines += keys.map { "        key.append(self.\($0.name))" }
         lines.append("    }")
+        lines += indexKey()
         lines.append("")
         lines.append("    \(access)func writeFields(to fields: inout Strata.FieldWriter) {")
         lines += fields.map { field in
@@ -48,12 +51,35 @@ struct Generator {
         return lines.joined(separator: "\n")
     }
 
-    /// For every key prefix: select/count with a comparison or a plain value on its last
-    /// component, delete with plain values; and unavailable overloads that explain the shapes
-    /// that are not queries.
+    /// The record's complete key as a value (Empire's `IndexKey`), and the record's own.
+    private func indexKey() -> [String] {
+        let parameters = keys.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
+        var lines = ["", "    \(access)struct IndexKey: Strata.RecordKey, Hashable\(sendable ? ", Sendable" : "") {"]
+        lines += keys.map { "        \(access)let \($0.name): \($0.type)" }
+        lines.append("        \(access)init(\(parameters)) {")
+        lines += keys.map { "            self.\($0.name) = \($0.name)" }
+        lines.append("        }")
+        lines.append("        \(access)func writeKey(to key: inout StrataKeyCodec.KeyWriter) {")
+        lines += keys.map { "            key.append(self.\($0.name))" }
+        lines.append("        }")
+        lines.append("    }")
+        lines.append("")
+        lines.append("    \(access)var indexKey: IndexKey { IndexKey(" + keys.map { "\($0.name): self.\($0.name)" }.joined(separator: ", ") + ") }")
+        return lines
+    }
+
+    /// For every key prefix: select and count with a comparison or a plain value on its last
+    /// component, delete with plain values; fetch and exists with the whole key. A comparison
+    /// anywhere else resolves to `KeyComponent`'s unavailable comparison members, whose message
+    /// explains the rule; a skipped component is a missing argument the compiler names.
     private func queries() -> [String] {
         var lines: [String] = []
         let ctx = "in __ctx: Strata.TransactionContext"
+        let paging = "limit __limit: Int? = nil, order __order: Strata.Order? = nil"
+        // Empire puts `limit` first. A key component named `limit` or `order` would then bind to
+        // the paging parameter (argument labels match left to right), so such a type keeps them last.
+        let pagingFirst = !keys.contains { $0.name == "limit" || $0.name == "order" }
+        func selectParameters(_ key: String) -> String { pagingFirst ? "\(paging), \(key)" : "\(key), \(paging)" }
         for length in 1...keys.count {
             let leading = keys.prefix(length - 1)
             let last = keys[length - 1]
@@ -64,10 +90,10 @@ struct Generator {
             let byComparison = chain + ".then(\(last.name))"
             let byValue = chain + ".equal(\(last.name))"
             lines.append("")
-            lines.append("    \(access)static func select(\(ctx), \(comparison), limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {")
+            lines.append("    \(access)static func select(\(ctx), \(selectParameters(comparison))) throws -> [Self] {")
             lines.append("        try __ctx.select(Self.self, \(byComparison), limit: __limit, order: __order)")
             lines.append("    }")
-            lines.append("    \(access)static func select(\(ctx), \(equal), limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {")
+            lines.append("    \(access)static func select(\(ctx), \(selectParameters(equal))) throws -> [Self] {")
             lines.append("        try __ctx.select(Self.self, \(byValue), limit: __limit, order: __order)")
             lines.append("    }")
             lines.append("    \(access)static func count(\(ctx), \(comparison)) throws -> Int {")
@@ -81,25 +107,15 @@ struct Generator {
             lines.append("        try __ctx.delete(Self.self, \(byValue))")
             lines.append("    }")
         }
-        // A comparison on a component followed by another component: only the last may be a range.
-        for i in 0..<(keys.count - 1) {
-            let plain = keys.prefix(i).map { "\($0.name): \($0.type)" }
-            let compared = "\(keys[i].name): Strata.Comparison<\(keys[i].type)>"
-            for next in ["\(keys[i + 1].name): \(keys[i + 1].type)", "\(keys[i + 1].name): Strata.Comparison<\(keys[i + 1].type)>"] {
-                let message = "only the last key component of a query may be a comparison; give \(keys[i].name) a plain value or leave out the components after it"
-                lines.append("    @available(*, unavailable, message: \(literal(message)))")
-                lines.append("    \(access)static func select(\(ctx), \((plain + [compared, next]).joined(separator: ", ")), limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] { fatalError() }")
-            }
-        }
-        // A query that skips the leading components.
-        for i in 1..<keys.count {
-            let skipped = keys.prefix(i).map(\.name).joined(separator: ", ")
-            for parameter in ["\(keys[i].name): \(keys[i].type)", "\(keys[i].name): Strata.Comparison<\(keys[i].type)>"] {
-                let message = "a query gives the key components in order without skipping any; add \(skipped) first"
-                lines.append("    @available(*, unavailable, message: \(literal(message)))")
-                lines.append("    \(access)static func select(\(ctx), \(parameter), limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] { fatalError() }")
-            }
-        }
+        let whole = keys.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
+        let key = "IndexKey(" + keys.map { "\($0.name): \($0.name)" }.joined(separator: ", ") + ")"
+        lines.append("")
+        lines.append("    \(access)static func fetch(\(ctx), \(whole)) throws -> Self? {")
+        lines.append("        try __ctx.fetch(Self.self, key: \(key))")
+        lines.append("    }")
+        lines.append("    \(access)static func exists(\(ctx), \(whole)) throws -> Bool {")
+        lines.append("        try __ctx.exists(Self.self, key: \(key))")
+        lines.append("    }")
         return lines
     }
 

@@ -64,7 +64,8 @@ public struct IndexKeyRecordMacro: ExtensionMacro {
         // Members as visible as the struct: public for a public struct, else the default.
         let modifiers = structDecl.modifiers.map(\.name.text)
         let access = modifiers.contains("public") || modifiers.contains("open") ? "public " : modifiers.contains("package") ? "package " : ""
-        let source = Generator(keys: keys, fields: fields, keyspace: keyspace, version: arguments.version, formatOneVersion: formatOneVersion, access: access)
+        let source = Generator(keys: keys, fields: fields, keyspace: keyspace, version: arguments.version, formatOneVersion: formatOneVersion,
+                               access: access, sendable: arguments.sendable)
             .extensionSource(for: typeName)
         return [try ExtensionDeclSyntax("\(raw: source)")]
     }
@@ -85,6 +86,7 @@ struct Arguments {
     var keyNames: [(String, StringLiteralExprSyntax)] = []
     var keyspace: String?
     var version: UInt32?
+    var sendable = false
 
     init?(_ node: AttributeSyntax, _ context: some MacroExpansionContext) {
         let list = node.arguments?.as(LabeledExprListSyntax.self) ?? []
@@ -102,6 +104,12 @@ struct Arguments {
                     return nil
                 }
                 keyspace = text
+            case "sendable":
+                guard let literal = argument.expression.as(BooleanLiteralExprSyntax.self) else {
+                    context.diagnose(Diagnostic(node: Syntax(argument.expression), message: RecordDiagnostic.sendableNotALiteral))
+                    return nil
+                }
+                sendable = literal.literal.tokenKind == .keyword(.true)
             case "version":
                 guard let literal = argument.expression.as(IntegerLiteralExprSyntax.self), let value = UInt32(literal.literal.text) else {
                     context.diagnose(Diagnostic(node: Syntax(argument.expression), message: RecordDiagnostic.versionNotALiteral))

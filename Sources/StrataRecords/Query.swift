@@ -24,8 +24,38 @@ extension Comparison where Value: Comparable {
 }
 
 /// Ascending or descending key order.
+///
+/// A query without an explicit order returns the nearest records first: descending when its last
+/// component is `lessThan` or `lessThanOrEqual` (walking down from the bound, as Empire does),
+/// ascending otherwise. An explicit `order:` always wins.
 public enum Order: Sendable {
     case ascending, descending
+}
+
+// A comparison where a plain value belongs (before the last component, or in delete, fetch or
+// exists) resolves to these instead of Comparison's cases: the compiler then says why.
+extension KeyComponent {
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func lessThan(_ value: Self) -> Self { fatalError() }
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func lessThanOrEqual(_ value: Self) -> Self { fatalError() }
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func greaterThan(_ value: Self) -> Self { fatalError() }
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func greaterThanOrEqual(_ value: Self) -> Self { fatalError() }
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func equals(_ value: Self) -> Self { fatalError() }
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func between(_ lower: Self, _ upper: Self, upperInclusive: Bool) -> Self { fatalError() }
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func oneOf(_ values: [Self]) -> Self { fatalError() }
+}
+
+extension KeyComponent where Self: Comparable {
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func range(_ range: Range<Self>) -> Self { fatalError() }
+    @available(*, unavailable, message: "only the last key component of a select or count may be a comparison; give this one a plain value (delete, fetch and exists take plain values only)")
+    public static func closedRange(_ range: ClosedRange<Self>) -> Self { fatalError() }
 }
 
 /// A query on a record type's key: equality on leading components, optionally a comparison on
@@ -44,6 +74,8 @@ public struct RecordQuery: Sendable {
     @usableFromInline var hasComparison = false
     /// Set when `equal` or `then` follows `then`: refused by the run-time check.
     @usableFromInline var continuesAfterComparison = false
+    /// The order without an explicit one: nearest first (see ``Order``).
+    @usableFromInline var defaultOrder = Order.ascending
 
     /// Every record of the type.
     public static var all: RecordQuery { RecordQuery() }
@@ -72,8 +104,12 @@ public struct RecordQuery: Sendable {
         }
         switch comparison {
         case .equals(let v): query.bounds = [[.above(e(v), inclusive: true), .below(e(v), inclusive: true)]]
-        case .lessThan(let v): query.bounds = [[.below(e(v), inclusive: false)]]
-        case .lessThanOrEqual(let v): query.bounds = [[.below(e(v), inclusive: true)]]
+        case .lessThan(let v):
+            query.bounds = [[.below(e(v), inclusive: false)]]
+            query.defaultOrder = .descending
+        case .lessThanOrEqual(let v):
+            query.bounds = [[.below(e(v), inclusive: true)]]
+            query.defaultOrder = .descending
         case .greaterThan(let v): query.bounds = [[.above(e(v), inclusive: false)]]
         case .greaterThanOrEqual(let v): query.bounds = [[.above(e(v), inclusive: true)]]
         case let .between(lower, upper, upperInclusive):

@@ -33,8 +33,16 @@ import StrataKeyCodec
 /// same queries as a generated one through ``RecordQuery``, checked at run time against
 /// ``RecordType/key``.
 public protocol Record {
+    /// The record's complete key as a value. The macro generates one with a property per key
+    /// component (`Person.IndexKey(lastName:firstName:)`); a hand-written record gets
+    /// ``EncodedIndexKey`` unless it declares its own.
+    associatedtype IndexKey: RecordKey = EncodedIndexKey
+
     /// The record type's identity: keyspace, version and key layout.
     static var recordType: RecordType { get }
+
+    /// This record's key.
+    var indexKey: IndexKey { get }
 
     /// Writes the key components, in key order.
     func writeKey(to key: inout KeyWriter)
@@ -50,6 +58,27 @@ public protocol Record {
     /// The default returns `nil`. Recognise an older type's records with
     /// `Old.recordType.isVersion(version)`: it also knows the number a format-1 store used.
     static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> Self?
+}
+
+/// A record's complete key: the components, written in key order.
+public protocol RecordKey {
+    func writeKey(to key: inout KeyWriter)
+}
+
+/// The key of a record type that declares no key type of its own: its encoded components.
+public struct EncodedIndexKey: RecordKey, Hashable, Sendable {
+    /// The components in the key encoding (KeyEncoding.md), without the keyspace.
+    public let bytes: [UInt8]
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+    public func writeKey(to key: inout KeyWriter) { key.write(contentsOf: bytes) }
+}
+
+extension Record where IndexKey == EncodedIndexKey {
+    public var indexKey: EncodedIndexKey {
+        var writer = KeyWriter()
+        writeKey(to: &writer)
+        return EncodedIndexKey(bytes: writer.bytes)
+    }
 }
 
 extension Record {

@@ -58,25 +58,41 @@ public final class Store: Sendable {
     }
 
     /// Runs `body` in a read-write transaction: it commits when `body` returns and rolls back
-    /// when it throws. Other writers wait.
+    /// when it throws. Other writers wait. The result may be ignored (a body that ends with a
+    /// `delete` returns whether it deleted).
+    @discardableResult
     public func withTransaction<R>(_ body: (TransactionContext) throws -> R) throws -> R {
         try engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
     }
 
     /// Runs `body` in a read-only transaction that sees one snapshot.
+    @discardableResult
     public func withReadTransaction<R>(_ body: (TransactionContext) throws -> R) throws -> R {
         try engine.read { tx in try body(TransactionContext(store: self, reader: tx, writer: nil)) }
     }
 
     /// ``withTransaction(_:)-(_)`` from async code; the body is still synchronous and runs on a
     /// thread outside the cooperative pool.
+    @discardableResult
     public func withTransaction<R: Sendable>(_ body: @Sendable (TransactionContext) throws -> R) async throws -> R {
         try await engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
     }
 
     /// ``withReadTransaction(_:)-(_)`` from async code.
+    @discardableResult
     public func withReadTransaction<R: Sendable>(_ body: @Sendable (TransactionContext) throws -> R) async throws -> R {
         try await engine.read { tx in try body(TransactionContext(store: self, reader: tx, writer: nil)) }
+    }
+
+    /// Stores `record` in a transaction of its own, replacing the record with its key.
+    public func insert<R: Record>(_ record: R) throws {
+        try withTransaction { ctx in try ctx.insert(record) }
+    }
+
+    /// Deletes the record with `record`'s key in a transaction of its own; returns whether there was one.
+    @discardableResult
+    public func delete<R: Record>(_ record: R) throws -> Bool {
+        try withTransaction { ctx in try ctx.delete(record) }
     }
 
     /// Waits for running transactions, then closes the engine.

@@ -107,9 +107,40 @@ public final class TransactionContext {
         }
     }
 
-    /// The records matching `query`, in key order (or reverse), at most `limit`.
+    /// The record with this key, if there is one.
     @inlinable
-    public func select<R: Record>(_ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending) throws -> [R] {
+    public func fetch<R: Record>(_ type: R.Type, key: R.IndexKey) throws -> R? {
+        try fetch(R.self) { key.writeKey(to: &$0) }
+    }
+
+    /// Whether a record with this key exists (the value is not read).
+    @inlinable
+    public func exists<R: Record>(_ type: R.Type, key: R.IndexKey) throws -> Bool {
+        try prepare(R.self)
+        keyWriter.removeAll()
+        keyWriter.write(contentsOf: prefix(R.self))
+        key.writeKey(to: &keyWriter)
+        return try keyWriter.bytes.withUnsafeBytes { k in try reader.withValue(forKey: k) { $0 != nil } }
+    }
+
+    /// Deletes the record with this key; returns whether there was one.
+    @discardableResult
+    @inlinable
+    public func delete<R: Record>(_ type: R.Type, key: R.IndexKey) throws -> Bool {
+        let writer = try writable()
+        try prepare(R.self)
+        var keyWriter = KeyWriter()
+        keyWriter.write(contentsOf: prefix(R.self))
+        key.writeKey(to: &keyWriter)
+        guard try reader.exists(keyWriter.bytes) else { return false }
+        try writer.delete(keyWriter.bytes)
+        return true
+    }
+
+    /// The records matching `query`, at most `limit`, in key order: nearest first without an
+    /// explicit `order` (descending for a last `lessThan`/`lessThanOrEqual`, else ascending).
+    @inlinable
+    public func select<R: Record>(_ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil) throws -> [R] {
         var result: [R] = []
         try forEach(R.self, query, limit: limit, order: order) { record in
             result.append(record)
@@ -122,9 +153,10 @@ public final class TransactionContext {
     /// returns `false` to stop. Memory stays flat however many records match.
     @inlinable
     public func forEach<R: Record>(
-        _ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending,
+        _ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
         _ body: (R) throws -> Bool
     ) throws {
+        let order = order ?? query.defaultOrder
         try prepare(R.self)
         try validate(query, for: R.self)
         var remaining = limit ?? Int.max
@@ -265,9 +297,38 @@ public final class TransactionContext {
 extension Record {
     /// The records matching `query`; see ``TransactionContext/select(_:_:limit:order:)``.
     @inlinable
-    public static func select(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending) throws -> [Self] {
+    public static func select(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil) throws -> [Self] {
         try ctx.select(Self.self, query, limit: limit, order: order)
     }
+
+    /// The record with this key, if there is one.
+    @inlinable
+    public static func fetch(in ctx: TransactionContext, key: IndexKey) throws -> Self? { try ctx.fetch(Self.self, key: key) }
+
+    /// Whether a record with this key exists.
+    @inlinable
+    public static func exists(in ctx: TransactionContext, key: IndexKey) throws -> Bool { try ctx.exists(Self.self, key: key) }
+
+    /// Deletes the record with this key; returns whether there was one.
+    @discardableResult
+    @inlinable
+    public static func delete(in ctx: TransactionContext, key: IndexKey) throws -> Bool { try ctx.delete(Self.self, key: key) }
+
+    /// Stores this record in the transaction, replacing the one with its key.
+    @inlinable
+    public func insert(in ctx: TransactionContext) throws { try ctx.insert(self) }
+
+    /// Stores this record in a transaction of its own.
+    public func insert(in store: Store) throws { try store.insert(self) }
+
+    /// Deletes the record with this record's key; returns whether there was one.
+    @discardableResult
+    @inlinable
+    public func delete(in ctx: TransactionContext) throws -> Bool { try ctx.delete(self) }
+
+    /// Deletes the record with this record's key in a transaction of its own.
+    @discardableResult
+    public func delete(in store: Store) throws -> Bool { try store.delete(self) }
 
     /// How many records match `query`.
     @inlinable
@@ -284,7 +345,7 @@ extension Record {
 
     /// Visits the records matching `query` lazily.
     @inlinable
-    public static func forEach(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order = .ascending,
+    public static func forEach(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
                                _ body: (Self) throws -> Bool) throws {
         try ctx.forEach(Self.self, query, limit: limit, order: order, body)
     }

@@ -29,6 +29,20 @@ final class ExpansionTests: XCTestCase {
                     key.append(self.id)
                 }
 
+                struct IndexKey: Strata.RecordKey, Hashable {
+                    let id: Int
+                    init(id: Int) {
+                        self.id = id
+                    }
+                    func writeKey(to key: inout StrataKeyCodec.KeyWriter) {
+                        key.append(self.id)
+                    }
+                }
+
+                var indexKey: IndexKey {
+                    IndexKey(id: self.id)
+                }
+
                 func writeFields(to fields: inout Strata.FieldWriter) {
                     fields.write(self.label)
                 }
@@ -38,10 +52,10 @@ final class ExpansionTests: XCTestCase {
                     self.label = try fields.read(String?.self)
                 }
 
-                static func select(in __ctx: Strata.TransactionContext, id: Strata.Comparison<Int>, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {
+                static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, id: Strata.Comparison<Int>) throws -> [Self] {
                     try __ctx.select(Self.self, Strata.RecordQuery.all.then(id), limit: __limit, order: __order)
                 }
-                static func select(in __ctx: Strata.TransactionContext, id: Int, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {
+                static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, id: Int) throws -> [Self] {
                     try __ctx.select(Self.self, Strata.RecordQuery.all.equal(id), limit: __limit, order: __order)
                 }
                 static func count(in __ctx: Strata.TransactionContext, id: Strata.Comparison<Int>) throws -> Int {
@@ -53,6 +67,13 @@ final class ExpansionTests: XCTestCase {
                 @discardableResult
                 static func delete(in __ctx: Strata.TransactionContext, id: Int) throws -> Int {
                     try __ctx.delete(Self.self, Strata.RecordQuery.all.equal(id))
+                }
+
+                static func fetch(in __ctx: Strata.TransactionContext, id: Int) throws -> Self? {
+                    try __ctx.fetch(Self.self, key: IndexKey(id: id))
+                }
+                static func exists(in __ctx: Strata.TransactionContext, id: Int) throws -> Bool {
+                    try __ctx.exists(Self.self, key: IndexKey(id: id))
                 }
             }
             """,
@@ -78,20 +99,24 @@ final class ExpansionTests: XCTestCase {
         // Key in the attribute's order, whatever the declaration order.
         XCTAssert(lines.contains(#"key: [("lastName", String.self), ("firstName", String.self)],"#))
         XCTAssert(lines.contains(#"fields: [("tags", Strata.FieldFormat.of([String: Int].self)), ("email", Strata.FieldFormat.of(String?.self)), ("born", Strata.FieldFormat.of(Date.self))], formatOneVersion: \#(versionOf(source)))"#))
-        XCTAssertEqual(lines.filter { $0.hasPrefix("key.append") }, ["key.append(self.lastName)", "key.append(self.firstName)"])
+        // Key in the attribute's order, in the record's writeKey and in IndexKey's.
+        XCTAssertEqual(lines.filter { $0.hasPrefix("key.append") }, ["key.append(self.lastName)", "key.append(self.firstName)", "key.append(self.lastName)", "key.append(self.firstName)"])
+        XCTAssert(lines.contains("var indexKey: IndexKey {") && lines.contains("IndexKey(lastName: self.lastName, firstName: self.firstName)"))
         XCTAssertEqual(lines.filter { $0.hasPrefix("self.") && $0.contains("key.read") }, ["self.lastName = try key.read(String.self)", "self.firstName = try key.read(String.self)"])
         // Fields: stored properties that are not key, in declaration order; static, computed and `let x = v` left out.
         XCTAssertEqual(lines.filter { $0.hasPrefix("fields.write") }, ["fields.write(self.tags)", "fields.write(self.email)", "fields.write(self.born)"])
         XCTAssertEqual(lines.filter { $0.contains("fields.read") }, ["self.tags = try fields.read([String: Int].self)", "self.email = try fields.read(String?.self)", "self.born = try fields.read(Date.self)"])
         // Every prefix: select and count with a comparison or a value on its last component.
-        XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, lastName: String, firstName: Strata.Comparison<String>, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {"))
+        XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, lastName: String, firstName: Strata.Comparison<String>) throws -> [Self] {"))
         XCTAssert(lines.contains("try __ctx.select(Self.self, Strata.RecordQuery.all.equal(lastName).then(firstName), limit: __limit, order: __order)"))
-        XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self] {"))
+        XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, lastName: Strata.Comparison<String>) throws -> [Self] {"))
         XCTAssert(lines.contains("static func delete(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Int {"))
         XCTAssert(lines.contains("static func count(in __ctx: Strata.TransactionContext, lastName: String) throws -> Int {"))
-        // Invalid shapes are unavailable with a message saying what to do.
-        XCTAssertEqual(lines.filter { $0.hasPrefix("@available(*, unavailable") }.count, 4)
-        XCTAssert(lines.contains { $0.hasPrefix("static func select(in __ctx: Strata.TransactionContext, lastName: Strata.Comparison<String>, firstName: String, limit __limit: Int? = nil, order __order: Strata.Order = .ascending) throws -> [Self]") })
+        // The whole key: fetch and exists. Invalid shapes need no overloads of their own (the
+        // record layer's unavailable comparison members explain them; see Tests/CompileChecks).
+        XCTAssert(lines.contains("static func fetch(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Self? {"))
+        XCTAssert(lines.contains("static func exists(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Bool {"))
+        XCTAssertEqual(lines.filter { $0.contains("unavailable") }.count, 0)
     }
 
     /// The format-1 version the expansion passes on (the format-2 one is derived at run time).
@@ -123,7 +148,31 @@ final class ExpansionTests: XCTestCase {
             """)
         XCTAssert(source.contains("public static let recordType"))
         XCTAssert(source.contains("public init(key: inout StrataKeyCodec.KeyReader"))
-        XCTAssert(source.contains("public static func select(in __ctx: Strata.TransactionContext, id: Int"))
+        XCTAssert(source.contains("public static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, id: Int"))
+        XCTAssert(source.contains("public struct IndexKey: Strata.RecordKey, Hashable {") && source.contains("public let id: Int") && source.contains("public init(id: Int)"))
+        XCTAssert(source.contains("public var indexKey: IndexKey"))
+        XCTAssert(!source.contains("Sendable"))
+    }
+
+    func testSendableOptIn() {
+        let source = expanded("""
+            @IndexKeyRecord("id", sendable: true)
+            public struct Tag {
+                public let id: Int
+            }
+            """)
+        XCTAssert(source.contains("extension Tag: Strata.Record, Sendable {"))
+        XCTAssert(source.contains("public struct IndexKey: Strata.RecordKey, Hashable, Sendable {"))
+    }
+
+    func testKeysNamedLimitOrOrderKeepPagingLast() {
+        let source = expanded("""
+            @IndexKeyRecord("limit")
+            struct Tier {
+                let limit: Int
+            }
+            """)
+        XCTAssert(source.contains("static func select(in __ctx: Strata.TransactionContext, limit: Int, limit __limit: Int? = nil, order __order: Strata.Order? = nil) throws -> [Self] {"))
     }
 
     func testExplicitKeyspaceAndVersion() {

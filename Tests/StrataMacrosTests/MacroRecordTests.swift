@@ -85,7 +85,7 @@ struct MacroRecordTests {
             (try Person.select(in: ctx, lastName: .greaterThanOrEqual("A")).count,
              try Person.count(in: ctx, lastName: "Dallas"),
              try Person.select(in: ctx, lastName: "Dallas", firstName: "Korben").first?.age,
-             try Person.select(in: ctx, lastName: "Dallas", firstName: .range("A"..<"Z"), limit: 1, order: .descending).map(\.firstName))
+             try Person.select(in: ctx, limit: 1, order: .descending, lastName: "Dallas", firstName: .range("A"..<"Z")).map(\.firstName))
         }
         #expect(all == 3 && dallas == 2 && korben == 45 && older == ["Leeloo"])
         let removed = try store.withTransaction { ctx in try Person.delete(in: ctx, lastName: "Dallas") }
@@ -137,7 +137,7 @@ struct MacroRecordTests {
         try store.close()
     }
 
-    @Test("key properties named limit and order, a field named ctx")
+    @Test("key properties named limit and order (paging goes last for such a type), a field named ctx")
     func collidingNames() throws {
         let store = try Store(.memory)
         try store.withTransaction { ctx in

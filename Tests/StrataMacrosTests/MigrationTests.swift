@@ -52,7 +52,7 @@ struct MigrationTests {
         try store.close()
 
         store = try engine.open(path)
-        let mixed = try store.withReadTransaction { ctx in try MemberV2.select(in: ctx, id: .lessThan(10)) }
+        let mixed = try store.withReadTransaction { ctx in try MemberV2.select(in: ctx, order: .ascending, id: .lessThan(10)) }
         #expect(mixed.map(\.age) == [40.0, 41.5] && mixed.map(\.email) == [nil, "b@example.com"])
         try store.close()
 

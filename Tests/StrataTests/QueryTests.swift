@@ -40,7 +40,10 @@ struct QueryTests {
                 #expect(try names(.equals("Korben")) == ["Korben"])
                 #expect(try names(.equals("Nobody")) == [])
                 #expect(try names(.lessThan("Korben")) == ["Anna"])
-                #expect(try names(.lessThanOrEqual("Korben")) == ["Anna", "Korben"])
+                // lessThan and lessThanOrEqual walk down from the bound: nearest first, unless told.
+                #expect(try names(.lessThanOrEqual("Korben")) == ["Korben", "Anna"])
+                #expect(Self.firstNames(try Person.select(in: ctx, dallas.then(Comparison<String>.lessThanOrEqual("Korben")), order: .ascending)) == ["Anna", "Korben"])
+                #expect(Self.firstNames(try Person.select(in: ctx, dallas.then(Comparison<String>.greaterThan("Anna")), limit: 1)) == ["Korben"])
                 #expect(try names(.greaterThan("Korben")) == ["Leeloo", "Zed"])
                 #expect(try names(.greaterThanOrEqual("Korben")) == ["Korben", "Leeloo", "Zed"])
                 #expect(try names(.range("B"..<"Leeloo")) == ["Korben"])

@@ -316,3 +316,23 @@ struct StoreTests {
         try store.close()
     }
 }
+
+@Suite("Typed keys on hand-written records")
+struct HandWrittenKeyTests {
+    @Test("a record without a key type of its own gets EncodedIndexKey: fetch, exists and delete by key")
+    func encodedIndexKey() throws {
+        let store = try Store(.memory)
+        defer { try? store.close() }
+        let korben = Person(lastName: "Dallas", firstName: "Korben", age: 45)
+        try korben.insert(in: store)
+        #expect(korben.indexKey == EncodedIndexKey(bytes: KeyCodec.encode("Dallas", "Korben")))
+        try store.withTransaction { (ctx: TransactionContext) throws in
+            #expect(try Person.fetch(in: ctx, key: korben.indexKey) == korben)
+            #expect(try Person.exists(in: ctx, key: korben.indexKey))
+            #expect(try !Person.exists(in: ctx, key: EncodedIndexKey(bytes: KeyCodec.encode("Dallas", "Leeloo"))))
+            #expect(try Person.delete(in: ctx, key: korben.indexKey))
+            #expect(try Person.fetch(in: ctx, key: korben.indexKey) == nil)
+        }
+        #expect(try !store.delete(korben))
+    }
+}

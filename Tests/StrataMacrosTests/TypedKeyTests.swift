@@ -1,0 +1,106 @@
+import Foundation
+import Strata
+import Testing
+
+@IndexKeyRecord("a", keyspace: "k1")
+struct K1: Equatable { let a: Int; var note: String }
+
+@IndexKeyRecord("a", "b", keyspace: "k2")
+struct K2: Equatable { let a: String; let b: Int; var note: String }
+
+@IndexKeyRecord("a", "b", "c", keyspace: "k3")
+struct K3: Equatable { let a: String; let b: Int; let c: UUID; var note: String }
+
+@IndexKeyRecord("a", "b", "c", "d", keyspace: "k4")
+struct K4: Equatable { let a: String; let b: Int; let c: Bool; let d: Date; var note: String }
+
+@Suite("Typed keys: IndexKey, fetch, exists and delete(in:key:) on keys of 1 to 4 components")
+struct TypedKeyTests {
+    static let uuid = UUID(uuidString: "00000000-0000-4000-8000-000000000001")!
+    static let date = Date(timeIntervalSinceReferenceDate: 1_000)
+
+    /// The checks shared by every arity, through the record's `IndexKey`.
+    func checkKeys<R: Record & Equatable>(_ store: Store, _ records: [R], missing: R.IndexKey) throws where R.IndexKey: Hashable {
+        try store.withTransaction { ctx in for r in records { try r.insert(in: ctx) } }
+        try store.withTransaction { (ctx: TransactionContext) throws in
+            #expect(Set(records.map(\.indexKey)).count == records.count, "distinct records, distinct keys")
+            for r in records {
+                #expect(try R.fetch(in: ctx, key: r.indexKey) == r)
+                #expect(try R.exists(in: ctx, key: r.indexKey))
+            }
+            #expect(try R.fetch(in: ctx, key: missing) == nil)
+            #expect(try !R.exists(in: ctx, key: missing))
+            #expect(try R.delete(in: ctx, key: records[0].indexKey))
+            #expect(try !R.delete(in: ctx, key: records[0].indexKey), "already gone")
+            #expect(try !R.delete(in: ctx, key: missing))
+            #expect(try R.fetch(in: ctx, key: records[0].indexKey) == nil && !R.exists(in: ctx, key: records[0].indexKey))
+            #expect(try ctx.count(R.self) == records.count - 1)
+        }
+    }
+
+    @Test("one component", arguments: Engines.allCases)
+    func one(engine: Engines) throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try engine.open(path)
+        let records = [K1(a: 1, note: "x"), K1(a: -5, note: "y"), K1(a: 7, note: "z")]
+        try store.withTransaction { ctx in for r in records { try ctx.insert(r) } }
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try K1.fetch(in: ctx, a: -5) == records[1] && K1.fetch(in: ctx, a: 2) == nil)
+            #expect(try K1.exists(in: ctx, a: 7) && !K1.exists(in: ctx, a: 8))
+        }
+        try checkKeys(store, records, missing: K1.IndexKey(a: 99))
+        try store.close()
+    }
+
+    @Test("two components", arguments: Engines.allCases)
+    func two(engine: Engines) throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try engine.open(path)
+        let records = [K2(a: "x", b: 1, note: "1"), K2(a: "x", b: 2, note: "2"), K2(a: "y", b: 1, note: "3")]
+        try store.withTransaction { ctx in for r in records { try ctx.insert(r) } }
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try K2.fetch(in: ctx, a: "x", b: 2) == records[1] && K2.fetch(in: ctx, a: "y", b: 2) == nil)
+            #expect(try K2.exists(in: ctx, a: "y", b: 1) && !K2.exists(in: ctx, a: "x", b: 3))
+        }
+        try checkKeys(store, records, missing: K2.IndexKey(a: "x", b: 3))
+        try store.close()
+    }
+
+    @Test("three components", arguments: Engines.allCases)
+    func three(engine: Engines) throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try engine.open(path)
+        let other = UUID(uuidString: "00000000-0000-4000-8000-000000000002")!
+        let records = [K3(a: "x", b: 1, c: Self.uuid, note: "1"), K3(a: "x", b: 1, c: other, note: "2"), K3(a: "x", b: 2, c: Self.uuid, note: "3")]
+        try store.withTransaction { ctx in for r in records { try ctx.insert(r) } }
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try K3.fetch(in: ctx, a: "x", b: 1, c: other) == records[1] && K3.fetch(in: ctx, a: "x", b: 2, c: other) == nil)
+            #expect(try K3.exists(in: ctx, a: "x", b: 2, c: Self.uuid) && !K3.exists(in: ctx, a: "y", b: 1, c: Self.uuid))
+        }
+        try checkKeys(store, records, missing: K3.IndexKey(a: "x", b: 2, c: other))
+        try store.close()
+    }
+
+    @Test("four components", arguments: Engines.allCases)
+    func four(engine: Engines) throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try engine.open(path)
+        let later = Self.date.addingTimeInterval(1)
+        let records = [K4(a: "x", b: 1, c: true, d: Self.date, note: "1"), K4(a: "x", b: 1, c: true, d: later, note: "2"),
+                       K4(a: "x", b: 1, c: false, d: Self.date, note: "3")]
+        try store.withTransaction { ctx in for r in records { try ctx.insert(r) } }
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try K4.fetch(in: ctx, a: "x", b: 1, c: true, d: later) == records[1])
+            #expect(try K4.fetch(in: ctx, a: "x", b: 1, c: false, d: later) == nil)
+            #expect(try K4.exists(in: ctx, a: "x", b: 1, c: false, d: Self.date) && !K4.exists(in: ctx, a: "x", b: 2, c: false, d: Self.date))
+            #expect(try K4.count(in: ctx, a: "x", b: 1, c: true, d: .greaterThan(Self.date)) == 1)
+            #expect(try K4.select(in: ctx, a: "x", b: 1, c: true, d: .lessThanOrEqual(later)).map(\.note) == ["2", "1"], "nearest first")
+        }
+        try checkKeys(store, records, missing: K4.IndexKey(a: "x", b: 1, c: false, d: later))
+        try store.close()
+    }
+}
