@@ -71,7 +71,8 @@ struct Generator {
     /// For every key prefix: select and count with a comparison or a plain value on its last
     /// component, delete with plain values; fetch and exists with the whole key. A comparison
     /// anywhere else resolves to `KeyComponent`'s unavailable comparison members, whose message
-    /// explains the rule; a skipped component is a missing argument the compiler names.
+    /// explains the rule; queries that skip leading components or name a field get unavailable
+    /// overloads that say what to do instead.
     private func queries() -> [String] {
         var lines: [String] = []
         let ctx = "in __ctx: Strata.TransactionContext"
@@ -106,6 +107,52 @@ struct Generator {
             lines.append("    \(access)static func delete(\(ctx), \(equal)) throws -> Int {")
             lines.append("        try __ctx.delete(Self.self, \(byValue))")
             lines.append("    }")
+        }
+        // A query that skips leading components: the compiler would otherwise try to relabel the
+        // arguments and complain about a type. Plain values, and a comparison last where one is valid.
+        for start in 1..<max(keys.count, 1) {
+            let skipped = keys.prefix(start).map(\.name).joined(separator: ", ")
+            let message = literal("a query gives the key components in order without skipping any: add \(skipped) first")
+            for end in (start + 1)...keys.count {
+                let given = keys[start..<end]
+                let plainLast = given.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
+                let comparedLast = (given.dropLast().map { "\($0.name): \($0.type)" } + ["\(given.last!.name): Strata.Comparison<\(given.last!.type)>"])
+                    .joined(separator: ", ")
+                for shape in [plainLast, comparedLast] {
+                    lines.append("    @available(*, unavailable, message: \(message))")
+                    lines.append("    \(access)static func select(\(ctx), \(selectParameters(shape))) throws -> [Self] { fatalError() }")
+                    lines.append("    @available(*, unavailable, message: \(message))")
+                    lines.append("    \(access)static func count(\(ctx), \(shape)) throws -> Int { fatalError() }")
+                }
+                lines.append("    @available(*, unavailable, message: \(message))")
+                lines.append("    \(access)static func delete(\(ctx), \(plainLast)) throws -> Int { fatalError() }")
+                if end == keys.count {
+                    lines.append("    @available(*, unavailable, message: \(message))")
+                    lines.append("    \(access)static func fetch(\(ctx), \(plainLast)) throws -> Self? { fatalError() }")
+                    lines.append("    @available(*, unavailable, message: \(message))")
+                    lines.append("    \(access)static func exists(\(ctx), \(plainLast)) throws -> Bool { fatalError() }")
+                }
+            }
+        }
+        // fetch and exists with part of the key.
+        for length in 1..<keys.count {
+            let missing = keys[length...].map(\.name).joined(separator: ", ")
+            let message = literal("fetch and exists take the whole key: add \(missing) (select finds records by part of the key)")
+            let given = keys.prefix(length).map { "\($0.name): \($0.type)" }.joined(separator: ", ")
+            lines.append("    @available(*, unavailable, message: \(message))")
+            lines.append("    \(access)static func fetch(\(ctx), \(given)) throws -> Self? { fatalError() }")
+            lines.append("    @available(*, unavailable, message: \(message))")
+            lines.append("    \(access)static func exists(\(ctx), \(given)) throws -> Bool { fatalError() }")
+        }
+        // A query on a field: only the key can be queried.
+        let keyNames = keys.map(\.name).joined(separator: ", ")
+        for field in fields where !keys.contains(where: { $0.name == field.name }) {
+            let message = literal("'\(field.name)' is a field, not part of the key: queries select by the key (\(keyNames))")
+            let parameter = "\(field.name): \(field.type)"
+            lines.append("    @available(*, unavailable, message: \(message))")
+            lines.append("    \(access)static func select(\(ctx), \(selectParameters(parameter))) throws -> [Self] { fatalError() }")
+            lines.append("    @available(*, unavailable, message: \(message))")
+            lines.append("    \(access)static func count(\(ctx), \(parameter)) throws -> Int { fatalError() }")
         }
         let whole = keys.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
         let key = "IndexKey(" + keys.map { "\($0.name): \($0.name)" }.joined(separator: ", ") + ")"

@@ -1,4 +1,5 @@
 // expect: compiles
+import Strata
 struct Settings: Codable { var theme: String }
 
 @IndexKeyRecord("id")

@@ -68,6 +68,14 @@ final class ExpansionTests: XCTestCase {
                 static func delete(in __ctx: Strata.TransactionContext, id: Int) throws -> Int {
                     try __ctx.delete(Self.self, Strata.RecordQuery.all.equal(id))
                 }
+                @available(*, unavailable, message: "'label' is a field, not part of the key: queries select by the key (id)")
+                static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, label: String?) throws -> [Self] {
+                    fatalError()
+                }
+                @available(*, unavailable, message: "'label' is a field, not part of the key: queries select by the key (id)")
+                static func count(in __ctx: Strata.TransactionContext, label: String?) throws -> Int {
+                    fatalError()
+                }
 
                 static func fetch(in __ctx: Strata.TransactionContext, id: Int) throws -> Self? {
                     try __ctx.fetch(Self.self, key: IndexKey(id: id))
@@ -112,11 +120,15 @@ final class ExpansionTests: XCTestCase {
         XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, lastName: Strata.Comparison<String>) throws -> [Self] {"))
         XCTAssert(lines.contains("static func delete(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Int {"))
         XCTAssert(lines.contains("static func count(in __ctx: Strata.TransactionContext, lastName: String) throws -> Int {"))
-        // The whole key: fetch and exists. Invalid shapes need no overloads of their own (the
-        // record layer's unavailable comparison members explain them; see Tests/CompileChecks).
+        // The whole key: fetch and exists. A misplaced comparison needs no overload of its own (the
+        // record layer's unavailable comparison members explain it; see Tests/CompileChecks).
         XCTAssert(lines.contains("static func fetch(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Self? {"))
         XCTAssert(lines.contains("static func exists(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Bool {"))
-        XCTAssertEqual(lines.filter { $0.contains("unavailable") }.count, 0)
+        // Unavailable overloads that explain: skipping lastName (select and count, plain or
+        // comparison; delete, fetch, exists: 7), fetch and exists without firstName (2), a query on
+        // one of the 3 fields (select, count: 6).
+        XCTAssertEqual(lines.filter { $0.contains("unavailable") }.count, 15)
+        XCTAssert(lines.contains("@available(*, unavailable, message: \"a query gives the key components in order without skipping any: add lastName first\")"))
     }
 
     /// The format-1 version the expansion passes on (the format-2 one is derived at run time).

@@ -1,4 +1,0 @@
-// expect: error:
-func queries(_ ctx: TransactionContext) throws {
-    _ = try Person.delete(in: ctx, lastName: .lessThan("D"))
-}
