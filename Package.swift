@@ -39,7 +39,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // Only the macro targets use swift-syntax; the CLI and the benchmark never build it.
-        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0"),
+        // Any swift-syntax from 600 up to 603 (checked with 600.0.1, 602.0.0 and 603.0.1), so apps
+        // with other macro packages can resolve one version.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"604.0.0"),
     ],
     targets: [
         // C libraries, through the system's packages.

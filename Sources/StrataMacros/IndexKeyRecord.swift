@@ -1,6 +1,6 @@
 @_exported import StrataRecords
 
-/// Makes a struct a ``Strata/Record``: the named properties, in the order given, are the index
+/// Makes a struct a ``StrataRecords/Record``: the named properties, in the order given, are the index
 /// key; every other stored property is a field.
 ///
 /// ```swift
@@ -16,7 +16,7 @@
 /// Generated: the `Record` conformance (key and field serialization, an initializer that reads
 /// them), `recordType`, the key type `IndexKey` and the record's `indexKey`; for every prefix of
 /// the key `select(in:limit:order:…)` and `count(in:…)` with plain values for the leading
-/// components and a ``Strata/Comparison`` or a plain value for the last, and `delete(in:…)` with
+/// components and a ``StrataRecords/Comparison`` or a plain value for the last, and `delete(in:…)` with
 /// plain values; `fetch(in:…)` and `exists(in:…)` with the whole key. Any other query shape does
 /// not compile, and says why: a comparison before the last component, or in `delete`, `fetch` or
 /// `exists`, is "only the last key component of a select or count may be a comparison…"; a skipped
@@ -30,9 +30,9 @@
 ///   a `var` with a default value is stored.
 /// - `keyspace`: the records' keyspace; default the type's name. Give it to rename the type
 ///   without losing its data.
-/// - Fields are stored in the binary format of their ``Strata/FieldValue`` type. A field of
+/// - Fields are stored in the binary format of their ``StrataRecords/FieldValue`` type. A field of
 ///   another `Codable` type says how it is stored: `@Field(.json)`, or `@Field(codec:)` with a
-///   ``Strata/FieldCodec``. A field's format never depends on which conformances its type has.
+///   ``StrataRecords/FieldCodec``. A field's format never depends on which conformances its type has.
 /// - `sendable: true` adds `Sendable` to the record and its `IndexKey` (for a public type; an
 ///   internal one is `Sendable` by inference when its properties are).
 /// - `version`: the schema version stored with each value. Default: derived at run time from the
@@ -41,14 +41,14 @@
 ///   record of another version is handed to `static func migrate(fromVersion:key:fields:)` if the
 ///   type declares one.
 @attached(
-    extension, conformances: Record,
+    extension, conformances: Record, Sendable,
     names: named(recordType), named(writeKey), named(writeFields), named(init), named(select), named(count), named(delete),
     named(IndexKey), named(indexKey), named(fetch), named(exists)
 )
 public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: UInt32? = nil, sendable: Bool = false) =
     #externalMacro(module: "StrataMacrosPlugin", type: "IndexKeyRecordMacro")
 
-/// Stores a record field in the format given instead of its type's binary ``Strata/FieldValue``
+/// Stores a record field in the format given instead of its type's binary ``StrataRecords/FieldValue``
 /// format: `@Field(.json)` for a `Codable` value as JSON. Only inside an `@IndexKeyRecord` struct.
 ///
 /// ```swift
@@ -61,6 +61,6 @@ public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: 
 @attached(peer)
 public macro Field(_ storage: FieldStorage) = #externalMacro(module: "StrataMacrosPlugin", type: "FieldMacro")
 
-/// Stores a record field through `codec`, a ``Strata/FieldCodec`` whose `Value` is the field's type.
+/// Stores a record field through `codec`, a ``StrataRecords/FieldCodec`` whose `Value` is the field's type.
 @attached(peer)
 public macro Field<C: FieldCodec>(codec: C.Type) = #externalMacro(module: "StrataMacrosPlugin", type: "FieldMacro")
