@@ -1,22 +1,38 @@
 import Dispatch
+import Foundation
 
 /// Threads for transactions started from async code. A transaction body is synchronous and
 /// may wait (for the writer slot, for another process's lock, for fsync), so it runs here
 /// rather than on Swift's cooperative pool, which has only as many threads as cores.
 private let transactionQueue = DispatchQueue(label: "strata.transactions", attributes: .concurrent)
 
+// Cancellation: a task cancelled before its transaction starts (also while it waits for a
+// transaction thread) gets `CancellationError` and the transaction never starts. Once the body
+// runs it runs to the end, as any synchronous code does, and commits or rolls back as usual.
 extension KeyValueEngine {
-    /// Runs `body` in a read transaction on a thread outside the cooperative pool.
+    /// The default: see ``readOnTransactionThread(_:)``.
     public func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R {
+        try await readOnTransactionThread(body)
+    }
+
+    /// The default: see ``writeOnTransactionThread(_:)``.
+    public func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R {
+        try await writeOnTransactionThread(body)
+    }
+
+    /// Runs `body` in a read transaction (the synchronous `read`) on a thread outside the
+    /// cooperative pool: what an engine's async `read` does.
+    public func readOnTransactionThread<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R {
         // `body` runs and is released before this returns, so it does not really escape.
         try await withoutActuallyEscaping(body) { body in
             try await onTransactionThread(ClosureBox(body)) { try self.read($0) }
         }
     }
 
-    /// Runs `body` in a write transaction on a thread outside the cooperative pool; waiting for
-    /// the writer slot suspends the caller without holding a cooperative thread.
-    public func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R {
+    /// Runs `body` in a write transaction (the synchronous `write`) on a thread outside the
+    /// cooperative pool; waiting for the writer slot suspends the caller without holding a
+    /// cooperative thread: what an engine's async `write` does.
+    public func writeOnTransactionThread<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R {
         try await withoutActuallyEscaping(body) { body in
             try await onTransactionThread(ClosureBox(body)) { try self.write($0) }
         }
@@ -30,12 +46,41 @@ extension KeyValueEngine {
 private func onTransactionThread<Body, R: Sendable>(
     _ box: ClosureBox<Body>, _ transaction: @escaping @Sendable (Body) throws -> R
 ) async throws -> R {
-    try await withCheckedThrowingContinuation { continuation in
-        transactionQueue.async {
-            let result = Result { try transaction(box.take()) }
-            continuation.resume(with: result)
+    try Task.checkCancellation()
+    let gate = StartGate()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            transactionQueue.async {
+                guard gate.start() else {
+                    _ = box.take()
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                let result = Result { try transaction(box.take()) }
+                continuation.resume(with: result)
+            }
+        }
+    } onCancel: {
+        gate.cancel()
+    }
+}
+
+/// Whether a queued transaction may still start: cancellation wins only before the start.
+private final class StartGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var started = false
+    private var cancelled = false
+
+    /// Marks the transaction started; false when it was cancelled first.
+    func start() -> Bool {
+        lock.withLock {
+            if cancelled { return false }
+            started = true
+            return true
         }
     }
+
+    func cancel() { lock.withLock { if !started { cancelled = true } } }
 }
 
 /// Holds a closure until the worker takes it out, leaving nothing behind.

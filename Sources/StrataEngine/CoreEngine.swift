@@ -89,6 +89,16 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
         }
     }
 
+    /// ``read(_:)-(_)`` on a transaction thread, off the cooperative pool.
+    public func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R {
+        try await readOnTransactionThread(body)
+    }
+
+    /// ``write(_:)-(_)`` on a transaction thread, off the cooperative pool.
+    public func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R {
+        try await writeOnTransactionThread(body)
+    }
+
     public func close() throws {
         try gate.close {
             defer { if let claimedPath { OpenPathRegistry.release(claimedPath) } }
@@ -109,5 +119,13 @@ extension CoreBackedEngine {
     public var limits: EngineLimits { core.limits }
     public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R { try core.read(body) }
     public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R { try core.write(body) }
+    // Spelled out: otherwise Swift takes the synchronous read/write above as the witnesses of
+    // the async requirements, and async transactions would run on the cooperative pool.
+    public func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R {
+        try await readOnTransactionThread(body)
+    }
+    public func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R {
+        try await writeOnTransactionThread(body)
+    }
     public func close() throws { try core.close() }
 }

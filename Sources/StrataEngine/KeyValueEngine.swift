@@ -50,12 +50,15 @@ public protocol KeyValueEngine: AnyObject, Sendable {
     func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R
 
     /// Runs `body` in a read transaction on a thread outside Swift's cooperative pool.
-    /// A default implementation is provided.
+    ///
+    /// Implement it as `try await readOnTransactionThread(body)`. Swift accepts a synchronous
+    /// `read` as the witness of this requirement, which would run async transactions on the
+    /// cooperative pool; ``CoreBackedEngine`` implements both for its engines.
     func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R
 
     /// Runs `body` in a write transaction on a thread outside Swift's cooperative pool: waiting
-    /// for the writer slot suspends the caller without holding a cooperative thread.
-    /// A default implementation is provided.
+    /// for the writer slot suspends the caller without holding a cooperative thread. Implement
+    /// it as `try await writeOnTransactionThread(body)` (see the read above).
     func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R
 
     /// Waits for running transactions to end, then releases the store. Later calls throw

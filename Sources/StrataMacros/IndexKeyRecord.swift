@@ -17,7 +17,8 @@
 /// them), `recordType`, the key type `IndexKey` and the record's `indexKey`; for every prefix of
 /// the key `select(in:limit:order:…)` and `count(in:…)` with plain values for the leading
 /// components and a ``StrataRecords/Comparison`` or a plain value for the last, and `delete(in:…)` with
-/// plain values; `fetch(in:…)` and `exists(in:…)` with the whole key. Any other query shape does
+/// plain values; `fetch(in:…)` and `exists(in:…)` with the whole key; `query(…)` with the shapes of
+/// `select`, a ``StrataRecords/Query`` to page, stream or walk with a cursor. Any other query shape does
 /// not compile, and says why: a comparison before the last component, or in `delete`, `fetch` or
 /// `exists`, is "only the last key component of a select or count may be a comparison…"; a skipped
 /// component is a missing argument naming it.
@@ -43,7 +44,7 @@
 @attached(
     extension, conformances: Record, Sendable,
     names: named(recordType), named(writeKey), named(writeFields), named(init), named(select), named(count), named(delete),
-    named(IndexKey), named(indexKey), named(fetch), named(exists)
+    named(IndexKey), named(indexKey), named(fetch), named(exists), named(query)
 )
 public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: UInt32? = nil, sendable: Bool = false) =
     #externalMacro(module: "StrataMacrosPlugin", type: "IndexKeyRecordMacro")

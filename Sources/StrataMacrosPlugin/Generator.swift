@@ -68,8 +68,8 @@ struct Generator {
         return lines
     }
 
-    /// For every key prefix: select and count with a comparison or a plain value on its last
-    /// component, delete with plain values; fetch and exists with the whole key. A comparison
+    /// For every key prefix: select, count and query (a ``Query`` value for paging, cursors and
+    /// streams) with a comparison or a plain value on its last component, delete with plain values; fetch and exists with the whole key. A comparison
     /// anywhere else resolves to `KeyComponent`'s unavailable comparison members, whose message
     /// explains the rule; queries that skip leading components or name a field get unavailable
     /// overloads that say what to do instead.
@@ -103,6 +103,12 @@ struct Generator {
             lines.append("    \(access)static func count(\(ctx), \(equal)) throws -> Int {")
             lines.append("        try __ctx.count(Self.self, \(byValue))")
             lines.append("    }")
+            lines.append("    \(access)static func query(\(comparison)) -> Strata.Query<Self> {")
+            lines.append("        Strata.Query(\(byComparison))")
+            lines.append("    }")
+            lines.append("    \(access)static func query(\(equal)) -> Strata.Query<Self> {")
+            lines.append("        Strata.Query(\(byValue))")
+            lines.append("    }")
             lines.append("    @discardableResult")
             lines.append("    \(access)static func delete(\(ctx), \(equal)) throws -> Int {")
             lines.append("        try __ctx.delete(Self.self, \(byValue))")
@@ -123,6 +129,8 @@ struct Generator {
                     lines.append("    \(access)static func select(\(ctx), \(selectParameters(shape))) throws -> [Self] { fatalError() }")
                     lines.append("    @available(*, unavailable, message: \(message))")
                     lines.append("    \(access)static func count(\(ctx), \(shape)) throws -> Int { fatalError() }")
+                    lines.append("    @available(*, unavailable, message: \(message))")
+                    lines.append("    \(access)static func query(\(shape)) -> Strata.Query<Self> { fatalError() }")
                 }
                 lines.append("    @available(*, unavailable, message: \(message))")
                 lines.append("    \(access)static func delete(\(ctx), \(plainLast)) throws -> Int { fatalError() }")
@@ -153,6 +161,8 @@ struct Generator {
             lines.append("    \(access)static func select(\(ctx), \(selectParameters(parameter))) throws -> [Self] { fatalError() }")
             lines.append("    @available(*, unavailable, message: \(message))")
             lines.append("    \(access)static func count(\(ctx), \(parameter)) throws -> Int { fatalError() }")
+            lines.append("    @available(*, unavailable, message: \(message))")
+            lines.append("    \(access)static func query(\(parameter)) -> Strata.Query<Self> { fatalError() }")
         }
         let whole = keys.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
         let key = "IndexKey(" + keys.map { "\($0.name): \($0.name)" }.joined(separator: ", ") + ")"

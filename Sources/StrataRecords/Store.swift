@@ -72,13 +72,15 @@ public final class Store: Sendable {
     }
 
     /// ``withTransaction(_:)-(_)`` from async code; the body is still synchronous and runs on a
-    /// thread outside the cooperative pool.
+    /// thread outside the cooperative pool. A task cancelled before the transaction starts gets
+    /// `CancellationError` and nothing runs; a body that has started runs to its end (synchronous
+    /// code cannot be interrupted) and commits or rolls back as usual.
     @discardableResult
     public func withTransaction<R: Sendable>(_ body: @Sendable (TransactionContext) throws -> R) async throws -> R {
         try await engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
     }
 
-    /// ``withReadTransaction(_:)-(_)`` from async code.
+    /// ``withReadTransaction(_:)-(_)`` from async code; cancellation as for ``withTransaction(_:)-(_)``.
     @discardableResult
     public func withReadTransaction<R: Sendable>(_ body: @Sendable (TransactionContext) throws -> R) async throws -> R {
         try await engine.read { tx in try body(TransactionContext(store: self, reader: tx, writer: nil)) }

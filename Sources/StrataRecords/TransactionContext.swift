@@ -301,6 +301,9 @@ extension Record {
         try ctx.select(Self.self, query, limit: limit, order: order)
     }
 
+    /// Every record of the type, as a ``Query`` to page, stream or walk with a cursor.
+    public static func query() -> Query<Self> { Query() }
+
     /// The record with this key, if there is one.
     @inlinable
     public static func fetch(in ctx: TransactionContext, key: IndexKey) throws -> Self? { try ctx.fetch(Self.self, key: key) }

@@ -64,6 +64,11 @@ struct TypedKeyTests {
             #expect(try K2.fetch(in: ctx, a: "x", b: 2) == records[1] && K2.fetch(in: ctx, a: "y", b: 2) == nil)
             #expect(try K2.exists(in: ctx, a: "y", b: 1) && !K2.exists(in: ctx, a: "x", b: 3))
         }
+        // The generated query(…): a Query value to page through.
+        let page = try store.withReadTransaction { ctx in try K2.query(a: "x", b: .greaterThan(0)).page(in: ctx, limit: 1) }
+        #expect(page.records == [records[0]] && page.next != nil)
+        let rest = try store.withReadTransaction { ctx in try K2.query(a: "x", b: .greaterThan(0)).page(in: ctx, limit: 5, after: page.next) }
+        #expect(rest.records == [records[1]] && rest.next == nil)
         try checkKeys(store, records, missing: K2.IndexKey(a: "x", b: 3))
         try store.close()
     }

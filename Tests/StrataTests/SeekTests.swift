@@ -24,6 +24,8 @@ final class CountingEngine: KeyValueEngine, @unchecked Sendable {
     func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
         try inner.write { try body(Counting(inner: $0, counts: counts)) }
     }
+    func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R { try await readOnTransactionThread(body) }
+    func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R { try await writeOnTransactionThread(body) }
     func close() throws { try inner.close() }
 
     final class Counting: KeyValueWriter {

@@ -1,0 +1,254 @@
+import Foundation
+import StrataEngine
+import StrataKeyCodec
+
+/// A query on `R`'s key as a value: what the macro's `R.query(…)` returns (or
+/// `Query<R>(RecordQuery…)` by hand). Read it whole (`select`), a page at a time (`page`), lazily
+/// inside a transaction (`cursor`), or as an `AsyncSequence` of short transactions (`stream`).
+///
+/// Without an explicit order a query returns the nearest records first (see ``Order``).
+public struct Query<R: Record>: Sendable {
+    public let recordQuery: RecordQuery
+
+    public init(_ recordQuery: RecordQuery = .all) { self.recordQuery = recordQuery }
+
+    /// The order used when none is given.
+    public var defaultOrder: Order { recordQuery.defaultOrder }
+
+    /// The matching records, at most `limit`.
+    public func select(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil) throws -> [R] {
+        try ctx.select(R.self, recordQuery, limit: limit, order: order)
+    }
+
+    /// How many records match.
+    public func count(in ctx: TransactionContext) throws -> Int { try ctx.count(R.self, recordQuery) }
+
+    /// One page: at most `limit` records after `token` (the previous page's ``Page/next``).
+    ///
+    /// Paging continues after the last key returned (before it, descending), so a record that is
+    /// there for the whole paging and not deleted is returned exactly once, whatever is inserted
+    /// or deleted between pages, and one inserted behind the cursor is not returned. Each page may
+    /// be read in its own transaction, process or request: the token is `Codable`.
+    public func page(in ctx: TransactionContext, limit: Int, order: Order? = nil, after token: PageToken? = nil) throws -> Page<R> {
+        guard limit > 0 else { throw RecordError.invalidQuery(type: "\(R.self)", detail: "a page needs a limit of at least 1, not \(limit)") }
+        let order = order ?? defaultOrder
+        var records: [R] = []
+        records.reserveCapacity(Swift.min(limit, 1_024))
+        var lastKey: [UInt8]?
+        try ctx.scanRecords(R.self, recordQuery, order: order, after: token?.position(for: R.self, query: recordQuery, order: order),
+                            limit: limit) { key, record in
+            records.append(record)
+            if records.count == limit { lastKey = key() }
+            return true
+        }
+        let next = lastKey.map { PageToken(R.self, query: recordQuery, order: order, key: $0) }
+        return Page(records: records, next: next)
+    }
+
+    /// A cursor over the matching records that reads them lazily, in batches, inside this
+    /// transaction (one snapshot); it cannot be used after the transaction ends (reading then
+    /// throws ``StrataEngine/EngineError/transactionEnded``).
+    public func cursor(in ctx: TransactionContext, order: Order? = nil, batchSize: Int = 64) -> RecordCursor<R> {
+        RecordCursor(ctx: ctx, query: self, order: order ?? defaultOrder, batchSize: Swift.max(1, batchSize))
+    }
+
+    /// The matching records as an `AsyncSequence` that reads `batchSize` records per read
+    /// transaction, each continuing after the last key of the one before.
+    ///
+    /// Consistency is per batch: records are never repeated or skipped by paging (as with
+    /// ``page(in:limit:order:after:)``), but batches see the store at different moments. No
+    /// snapshot is held while the consumer suspends, so writers, LMDB's map growth and SQLite's
+    /// checkpoints never wait on a slow consumer. Memory stays at one batch. Cancelling the
+    /// consuming task (or stopping the iteration) stops reading before the next batch; a batch
+    /// already being read completes.
+    public func stream(from store: Store, order: Order? = nil, batchSize: Int = 256) -> RecordStream<R> where R: Sendable {
+        RecordStream(store: store, query: self, order: order ?? defaultOrder, batchSize: Swift.max(1, batchSize))
+    }
+}
+
+/// One page of a query's records, and where the next one starts.
+public struct Page<R: Record> {
+    public let records: [R]
+    /// Continues the query after this page; `nil` when this page was the last (it held fewer
+    /// records than the limit). A full last page still has a token, whose page is empty.
+    public let next: PageToken?
+}
+
+extension Page: Sendable where R: Sendable {}
+
+/// Where a paged query continues: opaque, versioned and `Codable` (JSON, say), so a page can
+/// continue in another process or request. It remembers the record type's keyspace, the query
+/// and the order, and is refused (``RecordError/invalidQuery(type:detail:)``) for any other.
+public struct PageToken: Codable, Sendable, Hashable {
+    /// Token layouts this build reads.
+    static let version = 1
+
+    private let version: Int
+    private let keyspace: String
+    /// CRC-32C of the query's key ranges: a token continues only the query that made it.
+    private let query: UInt32
+    private let descending: Bool
+    /// The last key returned, without the keyspace prefix.
+    private let after: Data
+
+    init<R: Record>(_: R.Type, query: RecordQuery, order: Order, key: [UInt8]) {
+        version = Self.version
+        keyspace = R.recordType.keyspace
+        self.query = query.fingerprint
+        descending = order == .descending
+        let prefixLength = KeyCodec.encode(R.recordType.keyspace).count
+        after = Data(key.dropFirst(prefixLength))
+    }
+
+    /// The full key to continue after, once the token is checked against the query.
+    func position<R: Record>(for _: R.Type, query: RecordQuery, order: Order) throws -> [UInt8] {
+        func refuse(_ why: String) -> RecordError { .invalidQuery(type: "\(R.self)", detail: "this page token \(why)") }
+        guard version == Self.version else { throw refuse("has layout version \(version); this build reads \(Self.version)") }
+        guard keyspace == R.recordType.keyspace else { throw refuse("belongs to keyspace \"\(keyspace)\"") }
+        guard self.query == query.fingerprint else { throw refuse("was made by another query") }
+        guard descending == (order == .descending) else { throw refuse("was made for the \(descending ? "descending" : "ascending") order") }
+        return KeyCodec.encode(R.recordType.keyspace) + after
+    }
+}
+
+/// Records read lazily inside one transaction; see ``Query/cursor(in:order:batchSize:)``.
+public final class RecordCursor<R: Record> {
+    private let ctx: TransactionContext
+    private let query: Query<R>
+    private let order: Order
+    private let batchSize: Int
+    private var buffer: [R] = []
+    private var position = 0
+    private var lastKey: [UInt8]?
+    private var exhausted = false
+
+    init(ctx: TransactionContext, query: Query<R>, order: Order, batchSize: Int) {
+        (self.ctx, self.query, self.order, self.batchSize) = (ctx, query, order, batchSize)
+    }
+
+    /// The next record, or `nil` after the last one.
+    public func next() throws -> R? {
+        if position == buffer.count {
+            guard !exhausted else { return nil }
+            buffer.removeAll(keepingCapacity: true)
+            position = 0
+            var last: [UInt8]?
+            try ctx.scanRecords(R.self, query.recordQuery, order: order, after: lastKey, limit: batchSize) { key, record in
+                buffer.append(record)
+                if buffer.count == batchSize { last = key() }
+                return true
+            }
+            if let last { lastKey = last } else { exhausted = true }
+            if buffer.isEmpty { return nil }
+        }
+        defer { position += 1 }
+        return buffer[position]
+    }
+}
+
+/// An `AsyncSequence` of a query's records read in short transactions; see
+/// ``Query/stream(from:order:batchSize:)``.
+public struct RecordStream<R: Record & Sendable>: AsyncSequence, Sendable {
+    public typealias Element = R
+    let store: Store
+    let query: Query<R>
+    let order: Order
+    let batchSize: Int
+
+    public func makeAsyncIterator() -> Iterator { Iterator(stream: self) }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let stream: RecordStream
+        var buffer: [R] = []
+        var position = 0
+        var token: PageToken?
+        var finished = false
+
+        public mutating func next() async throws -> R? {
+            if position == buffer.count {
+                guard !finished else { return nil }
+                // A cancelled consumer stops here, before another transaction.
+                try Task.checkCancellation()
+                let (stream, token) = (stream, token)
+                let page = try await stream.store.withReadTransaction { ctx in
+                    try stream.query.page(in: ctx, limit: stream.batchSize, order: stream.order, after: token)
+                }
+                buffer = page.records
+                position = 0
+                self.token = page.next
+                finished = page.next == nil
+                if buffer.isEmpty { return nil }
+            }
+            defer { position += 1 }
+            return buffer[position]
+        }
+    }
+}
+
+extension TransactionContext {
+    /// Visits the records of `query` in `order`, strictly after `position` (a full key; before
+    /// it, descending), at most `limit`. `key()` copies the current record's key.
+    func scanRecords<R: Record>(
+        _: R.Type, _ query: RecordQuery, order: Order, after position: [UInt8]?, limit: Int?,
+        _ body: (_ key: () -> [UInt8], R) throws -> Bool
+    ) throws {
+        try prepare(R.self)
+        try validate(query, for: R.self)
+        var ranges = query.ranges(keyspacePrefix: prefix(R.self))
+        if let position {
+            ranges = ranges.map { order == .ascending ? $0.above(position) : $0.below(position) }
+        }
+        if order == .descending { ranges.reverse() }
+        var remaining = limit ?? Int.max
+        var stopped = false
+        for range in ranges where remaining > 0 && !stopped {
+            try reader.scan(range, reverse: order == .descending, limit: remaining == Int.max ? nil : remaining) { key, value in
+                remaining -= 1
+                let record = try decode(R.self, key: key, value: value)
+                if try !body({ Array(key) }, record) { stopped = true }
+                return !stopped
+            }
+        }
+    }
+}
+
+extension KeyRange {
+    /// The part of this range strictly above `key`.
+    func above(_ key: [UInt8]) -> KeyRange {
+        var range = self
+        switch lower {
+        case .unbounded: range.lower = .exclusive(key)
+        case .inclusive(let bound), .exclusive(let bound):
+            if Bytewise.compare(key, bound) >= 0 { range.lower = .exclusive(key) }
+        }
+        return range
+    }
+
+    /// The part of this range strictly below `key`.
+    func below(_ key: [UInt8]) -> KeyRange {
+        var range = self
+        switch upper {
+        case .unbounded: range.upper = .exclusive(key)
+        case .inclusive(let bound), .exclusive(let bound):
+            if Bytewise.compare(key, bound) <= 0 { range.upper = .exclusive(key) }
+        }
+        return range
+    }
+}
+
+extension RecordQuery {
+    /// CRC-32C of the key ranges the query scans (in any keyspace): equal for equal queries.
+    var fingerprint: UInt32 {
+        var bytes: [UInt8] = []
+        for range in ranges(keyspacePrefix: []) {
+            for bound in [range.lower, range.upper] {
+                switch bound {
+                case .unbounded: bytes.append(0)
+                case .inclusive(let key): bytes += [1] + withUnsafeBytes(of: UInt32(key.count).littleEndian, Array.init) + key
+                case .exclusive(let key): bytes += [2] + withUnsafeBytes(of: UInt32(key.count).littleEndian, Array.init) + key
+                }
+            }
+        }
+        return bytes.withUnsafeBytes { RecordChecksum.extend(0, $0) }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+@testable import StrataRecords
+import StrataBundledEngines
+import StrataEngine
+import StrataKeyCodec
+import StrataMemory
+import Testing
+
+/// Paging, cursors, streams and cancellation (#15).
+@Suite("Reading many records")
+struct ReadingTests {
+    /// A person's key as the model keeps it.
+    struct Key: Hashable, Comparable {
+        let last: String, first: String
+        static func < (a: Key, b: Key) -> Bool { (a.last, a.first) < (b.last, b.first) }
+        var person: Person { Person(lastName: last, firstName: first, age: 0) }
+    }
+
+    /// Pages through `query` while inserting and deleting at random between pages (tokens go
+    /// through JSON), and checks the contract: a record present for the whole paging and not
+    /// deleted is returned exactly once; nothing is returned twice; a record inserted behind the
+    /// cursor is not returned; pages come in the query's order.
+    @Test("paging against a model with inserts and deletes between pages, both orders, composite keys", arguments: BundledEngines.all)
+    func pagingModel(kind: EngineKind) throws {
+        var random = SeededGenerator(seed: 0x5EED_0015)
+        for round in 0..<6 {
+            try withStore(kind) { store, _ in
+                let descending = round % 2 == 1
+                let lasts = ["A", "B", "C", "D"]
+                func randomKey() -> Key { Key(last: lasts.randomElement(using: &random)!, first: String(format: "%03d", Int.random(in: 0..<120, using: &random))) }
+                var present = Set((0..<150).map { _ in randomKey() })
+                try store.withTransaction { ctx in for key in present { try ctx.insert(key.person) } }
+                // The query: last names from B on (ascending), or up to C (descending, nearest first).
+                let query = descending ? Query<Person>(.all.then(Comparison<String>.lessThanOrEqual("C")))
+                    : Query<Person>(.all.then(Comparison<String>.greaterThanOrEqual("B")))
+                #expect(query.defaultOrder == (descending ? .descending : .ascending))
+                func matches(_ key: Key) -> Bool { descending ? key.last <= "C" : key.last >= "B" }
+                var stable = Set(present.filter(matches))  // present for the whole paging, so far
+                var returned: [Key] = []
+                var token: PageToken?
+                // Keys inserted behind the cursor, with how many records had been returned then.
+                var insertedBehind: [Key: Int] = [:]
+                repeat {
+                    let page = try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 7, after: token) }
+                    returned += page.records.map { Key(last: $0.lastName, first: $0.firstName) }
+                    token = try page.next.map { try JSONDecoder().decode(PageToken.self, from: try JSONEncoder().encode($0)) }
+                    // Between pages: inserts anywhere (also behind the cursor) and deletes.
+                    try store.withTransaction { ctx in
+                        for _ in 0..<3 {
+                            let key = randomKey()
+                            if present.insert(key).inserted {
+                                try ctx.insert(key.person)
+                                if let last = returned.last, descending ? key > last : key < last { insertedBehind[key] = returned.count }
+                            }
+                        }
+                        for _ in 0..<2 {
+                            guard let key = present.randomElement(using: &random) else { break }
+                            present.remove(key)
+                            stable.remove(key)
+                            #expect(try ctx.delete(key.person))
+                        }
+                    }
+                } while token != nil
+                #expect(Set(returned).count == returned.count, "a record returned twice")
+                #expect(stable.isSubset(of: Set(returned)), "missing: \(stable.subtracting(returned).sorted().prefix(5))")
+                let returnedLate = insertedBehind.filter { key, index in returned[index...].contains(key) }
+                #expect(returnedLate.isEmpty, "inserted behind the cursor, yet returned: \(returnedLate.keys.sorted().prefix(3))")
+                #expect(returned == (descending ? returned.sorted(by: >) : returned.sorted()), "out of order")
+                #expect(returned.allSatisfy(matches))
+            }
+        }
+    }
+
+    @Test("a page token is refused by another query, order or record type, and by a future layout")
+    func tokenRefusals() throws {
+        try withStore(.memory) { store, _ in
+            try store.withTransaction { ctx in for i in 0..<5 { try ctx.insert(Person(lastName: "A", firstName: "\(i)", age: i)) } }
+            let query = Query<Person>(.all.equal("A"))
+            let token = try #require(try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 2).next })
+            let refusals: [(String, (TransactionContext) throws -> Void)] = [
+                ("was made by another query", { ctx in _ = try Query<Person>(.all.equal("B")).page(in: ctx, limit: 2, after: token) }),
+                ("was made for the ascending order", { ctx in _ = try query.page(in: ctx, limit: 2, order: .descending, after: token) }),
+                ("belongs to keyspace \"Person\"", { ctx in _ = try Query<Reading>(.all.equal(1)).page(in: ctx, limit: 2, after: token) }),
+            ]
+            for (why, read) in refusals {
+                #expect(throws: RecordError.self, "\(why)") { try store.withReadTransaction { ctx in try read(ctx) } }
+                do {
+                    try store.withReadTransaction { ctx in try read(ctx) }
+                } catch let error as RecordError {
+                    #expect(error.description.contains(why), "\(error)")
+                }
+            }
+            // A token from a later build (another layout version) is refused, not misread.
+            var json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(token)) as! [String: Any]
+            json["version"] = 2
+            let future = try JSONDecoder().decode(PageToken.self, from: JSONSerialization.data(withJSONObject: json))
+            #expect(throws: RecordError.self) { try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 2, after: future) } }
+            // The second page continues the first.
+            let second = try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 2, after: token) }
+            #expect(second.records.map(\.firstName) == ["2", "3"])
+        }
+    }
+
+    @Test("a cursor reads in batches inside its transaction and refuses to read after it")
+    func cursor() throws {
+        let engine = CountingEngine(MemoryEngine())
+        let store = try Store(engine: engine)
+        try store.withTransaction { ctx in for i in 0..<1_000 { try ctx.insert(Person(lastName: "L", firstName: String(format: "%04d", i), age: i)) } }
+        var escaped: RecordCursor<Person>?
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            engine.counts.reset()
+            let cursor = Query<Person>().cursor(in: ctx, batchSize: 50)
+            #expect(try cursor.next()?.age == 0)
+            #expect(engine.counts.rows == 50 && engine.counts.seeks == 1, "one batch read: \(engine.counts.rows) rows")
+            var ages: [Int] = [0]
+            while let person = try cursor.next() { ages.append(person.age) }
+            #expect(ages == Array(0..<1_000))
+            #expect(engine.counts.seeks == 21, "20 full batches and one empty read: \(engine.counts.seeks)")
+            escaped = Query<Person>(.all.equal("L")).cursor(in: ctx, order: .descending, batchSize: 10)
+            #expect(try escaped?.next()?.age == 999)
+        }
+        // Its buffered batch is still there; the next read needs the transaction.
+        for _ in 0..<9 { _ = try escaped?.next() }
+        #expect(throws: EngineError.transactionEnded) { _ = try escaped?.next() }
+        try store.close()
+    }
+
+    @Test("a stream reads every record in short transactions; a cancelled consumer stops within one batch")
+    func stream() async throws {
+        let engine = CountingEngine(MemoryEngine())
+        let store = try Store(engine: engine)
+        try await store.withTransaction { ctx in for i in 0..<2_000 { try ctx.insert(Person(lastName: "L", firstName: String(format: "%04d", i), age: i)) } }
+        var ages: [Int] = []
+        for try await person in Query<Person>().stream(from: store, batchSize: 300) { ages.append(person.age) }
+        #expect(ages == Array(0..<2_000))
+
+        engine.counts.reset()
+        let consumer = Task {
+            var seen = 0
+            for try await _ in Query<Person>().stream(from: store, batchSize: 100) {
+                seen += 1
+                if seen == 150 { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+            return seen
+        }
+        await #expect(throws: CancellationError.self) { try await consumer.value }
+        #expect(engine.counts.rows == 200, "two batches read, no third: \(engine.counts.rows) rows")
+        try store.close()
+    }
+
+    @Test("an async transaction whose task is cancelled before it starts does not start")
+    func cancelledBeforeStart() async throws {
+        let store = try Store(.memory)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            let body: @Sendable (TransactionContext) throws -> Void = { ctx in try ctx.insert(Person(lastName: "X", firstName: "Y", age: 1)) }
+            try await store.withTransaction(body)
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(try await store.withReadTransaction { ctx in try ctx.count(Person.self) } == 0)
+        try store.close()
+    }
+
+    /// More blocking transaction bodies than the cooperative pool has threads: each waits until
+    /// all have started. On the pool (one thread per core) they could not all start at once.
+    @Test("async transactions run outside the cooperative pool: more blocked bodies than cores all start")
+    func offTheCooperativePool() async throws {
+        let store = try Store(.memory)
+        let bodies = ProcessInfo.processInfo.activeProcessorCount + 1
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let waits = Waits()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<bodies {
+                group.addTask {
+                    try await store.withReadTransaction { _ in
+                        started.signal()
+                        if release.wait(timeout: .now() + 10) == .timedOut { waits.timedOut() }
+                    }
+                }
+            }
+            // All bodies must start while none has finished.
+            var all = true
+            let deadline = DispatchTime.now() + 30
+            for _ in 0..<bodies where started.wait(timeout: deadline) == .timedOut {
+                all = false
+                break
+            }
+            #expect(all, "only some of \(bodies) transaction bodies started: they are sharing the cooperative pool")
+            for _ in 0..<bodies { release.signal() }
+            try await group.waitForAll()
+        }
+        #expect(waits.count == 0)
+        try store.close()
+    }
+}
+
+final class Waits: @unchecked Sendable {
+    private let lock = NSLock()
+    private var timeouts = 0
+    func timedOut() { lock.withLock { timeouts += 1 } }
+    var count: Int { lock.withLock { timeouts } }
+}
+
+/// A small deterministic generator (SplitMix64) for reproducible random tests.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
