@@ -161,6 +161,46 @@ struct ReadingTests {
         try store.close()
     }
 
+    @Test("record views: the same records as select, read in place, in either order, with limits; a damaged value throws", arguments: BundledEngines.all)
+    func views(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            let people = (0..<300).map { Person(lastName: "L\($0 % 3)", firstName: String(format: "%03d", $0), age: $0, email: $0 % 2 == 0 ? "e\($0)" : nil) }
+            try store.withTransaction { ctx in for p in people { try ctx.insert(p) } }
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                let query = RecordQuery.all.equal("L1").then(Comparison<String>.lessThan("200"))
+                var viewed: [Person] = []
+                var ages: [Int] = []
+                try ctx.forEachView(Person.self, query) { view in
+                    #expect(view.isCurrent)
+                    var key = view.keyReader()
+                    #expect(try key.read(String.self) == "L1")
+                    var fields = view.fieldReader()
+                    ages.append(try fields.read(Int.self))
+                    viewed.append(try view.record())
+                    return true
+                }
+                #expect(viewed == (try ctx.select(Person.self, query)))
+                #expect(ages == viewed.map(\.age) && ages.first == 199, "nearest first: \(ages.prefix(3))")
+                var limited: [String] = []
+                try Query<Person>(query).forEachView(in: ctx, limit: 5, order: .ascending) { view in
+                    limited.append(try view.record().firstName)
+                    return limited.count < 3
+                }
+                #expect(limited == ["001", "004", "007"])
+            }
+            // A damaged value: the view is never handed out.
+            try store.engine.write { tx in
+                let key = KeyCodec.encode("Person", "L0", "000")
+                var value = try #require(try tx.get(key))
+                value[2] ^= 0x40
+                try tx.put(value, forKey: key)
+            }
+            #expect(throws: RecordError.self) {
+                try store.withReadTransaction { ctx in try ctx.forEachView(Person.self) { _ in true } }
+            }
+        }
+    }
+
     /// More blocking transaction bodies than the cooperative pool has threads: each waits until
     /// all have started. On the pool (one thread per core) they could not all start at once.
     @Test("async transactions run outside the cooperative pool: more blocked bodies than cores all start")

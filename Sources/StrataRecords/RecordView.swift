@@ -1,0 +1,120 @@
+import StrataEngine
+import StrataKeyCodec
+
+/// A record read in place: a view of the key and value bytes the engine lends during a scan,
+/// valid only inside the visitor it is passed to (like the buffers of a raw scan). Its checksum
+/// was verified before the visitor sees it. Read key components and fields on demand, without
+/// allocating (``keyReader()``, ``fieldReader()``), or make the whole record with ``record()``.
+///
+/// The fast path for scans and aggregates: a scan of views allocates nothing per row beyond
+/// what the engine's own scan does.
+public struct RecordView<R: Record> {
+    /// The key components (after the keyspace name), in the key encoding.
+    public let key: UnsafeRawBufferPointer
+    /// The fields (after the schema version, before the checksum), in their stored formats.
+    public let fields: UnsafeRawBufferPointer
+    /// The schema version the value was written under.
+    public let version: UInt32
+    /// Whether ``fields`` are laid out as `R`'s current fields (else ``record()`` migrates).
+    public let isCurrent: Bool
+
+    @usableFromInline
+    init(key: UnsafeRawBufferPointer, fields: UnsafeRawBufferPointer, version: UInt32, isCurrent: Bool) {
+        (self.key, self.fields, self.version, self.isCurrent) = (key, fields, version, isCurrent)
+    }
+
+    /// Reads the key components in key order: `try view.keyReader().read(Int.self)`.
+    @inlinable
+    public func keyReader() -> KeyReader { KeyReader(key) }
+
+    /// Reads the fields in stored order (check ``isCurrent`` first).
+    @inlinable
+    public func fieldReader() -> FieldReader { FieldReader(fields) }
+
+    /// The whole record, decoded (or migrated from an older version).
+    public func record() throws -> R {
+        var keyReader = keyReader()
+        var fieldReader = fieldReader()
+        do {
+            if isCurrent {
+                let record = try R(key: &keyReader, fields: &fieldReader)
+                try keyReader.finish()
+                try fieldReader.finish()
+                return record
+            }
+            guard let migrated = try R.migrate(fromVersion: version, key: &keyReader, fields: &fieldReader) else {
+                throw RecordError.versionMismatch(type: "\(R.self)", stored: version, current: R.recordType.version)
+            }
+            return migrated
+        } catch let error as KeyDecodingError {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: \(error)")
+        } catch let error as FieldDecodingError {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(error)")
+        }
+    }
+}
+
+extension TransactionContext {
+    /// Visits the records matching `query` as views over the engine's bytes; `body` returns
+    /// `false` to stop. Nearest first without an explicit `order` (see ``Order``).
+    @inlinable
+    public func forEachView<R: Record>(
+        _ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
+        _ body: (RecordView<R>) throws -> Bool
+    ) throws {
+        let order = order ?? query.defaultOrder
+        try prepare(R.self)
+        try validate(query, for: R.self)
+        let prefixLength = prefix(R.self).count
+        let sameFields = self.sameFields(R.self)
+        var remaining = limit ?? Int.max
+        var ranges = query.ranges(keyspacePrefix: prefix(R.self))
+        if order == .descending { ranges.reverse() }
+        var stopped = false
+        for range in ranges where remaining > 0 && !stopped {
+            try reader.scan(range, reverse: order == .descending, limit: remaining == Int.max ? nil : remaining) { key, value in
+                remaining -= 1
+                let view = try makeView(R.self, key: key, value: value, prefixLength: prefixLength, sameFields: sameFields)
+                if try !body(view) { stopped = true }
+                return !stopped
+            }
+        }
+    }
+
+    /// Checks a stored record's checksum and splits it into a view.
+    @inlinable
+    func makeView<R: Record>(
+        _: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int, sameFields: Set<UInt32>
+    ) throws -> RecordView<R> {
+        guard key.count >= prefixLength, value.count >= 4 else {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(value.count) bytes, too short for a record")
+        }
+        let body = UnsafeRawBufferPointer(rebasing: value[..<(value.count - 4)])
+        let storedChecksum = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: value.count - 4, as: UInt32.self))
+        guard RecordChecksum.of(key: key, value: body) == storedChecksum else {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "checksum mismatch: the stored key or value bytes were changed")
+        }
+        var reader = FieldReader(body)
+        let version: UInt64
+        do {
+            version = try reader.readVarint()
+        } catch {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(error)")
+        }
+        guard let stored = UInt32(exactly: version) else {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: schema version \(version) is not a 32-bit number")
+        }
+        return RecordView(
+            key: UnsafeRawBufferPointer(rebasing: key[prefixLength...]),
+            fields: UnsafeRawBufferPointer(rebasing: body[reader.offset...]),
+            version: stored, isCurrent: R.recordType.isVersion(stored) || sameFields.contains(stored))
+    }
+}
+
+extension Query {
+    /// Visits the matching records as views; see ``TransactionContext/forEachView(_:_:limit:order:_:)``.
+    public func forEachView(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil,
+                            _ body: (RecordView<R>) throws -> Bool) throws {
+        try ctx.forEachView(R.self, recordQuery, limit: limit, order: order, body)
+    }
+}
