@@ -39,7 +39,7 @@ int posix_memalign(void **out, size_t alignment, size_t size) {
 }
 
 uint64_t strata_allocation_count(void) { return atomic_load_explicit(&allocations, memory_order_relaxed); }
-uint64_t strata_heap_in_use(void) { struct mallinfo2 info = mallinfo2(); return (uint64_t)info.uordblks; }
+uint64_t strata_heap_in_use(void) { struct mallinfo2 info = mallinfo2(); return (uint64_t)(info.uordblks + info.hblkhd); }
 #else
 uint64_t strata_allocation_count(void) { return 0; }
 uint64_t strata_heap_in_use(void) { return 0; }

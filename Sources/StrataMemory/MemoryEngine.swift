@@ -79,10 +79,18 @@ final class MemoryTransaction: StorageWriteTransaction {
     func scan(
         _ range: ResolvedRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
+        // Walked lazily: a scan with a limit (a cursor's batch) costs the rows it visits, not the range.
         let covered = data.indices(range)
-        for i in (reverse ? Array(covered.reversed()) : Array(covered)).prefix(limit ?? .max) {
-            let more = try data.keys[i].withUnsafeBytes { k in try data.values[i].withUnsafeBytes { try visit(k, $0) } }
-            if !more { return }
+        var remaining = limit ?? .max
+        func visitRow(_ i: Int) throws -> Bool {
+            guard remaining > 0 else { return false }
+            remaining -= 1
+            return try data.keys[i].withUnsafeBytes { k in try data.values[i].withUnsafeBytes { try visit(k, $0) } }
+        }
+        if reverse {
+            for i in covered.reversed() where try !visitRow(i) { return }
+        } else {
+            for i in covered where try !visitRow(i) { return }
         }
     }
 

@@ -16,15 +16,8 @@ struct ScanAllocations: ParsableCommand {
     @Option var records = 20_000
 
     func run() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("strata-scan-\(UUID().uuidString)").path
+        let (store, path) = try BenchRecord.filledStore(engine, records: records)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let store = try Store(engine: try engine.open(path, EngineOptions(mode: .create)))
-        let payload = [UInt8](repeating: 0x61, count: 100)
-        for start in stride(from: 0, to: records, by: 1_000) {
-            try store.withTransaction { ctx in
-                for i in start..<min(start + 1_000, records) { try ctx.insert(BenchRecord(index: i, payload: payload)) }
-            }
-        }
         let rows = Double(records)
         var sum = 0
         func count(_ pass: () throws -> Void) rethrows -> Double {
@@ -60,5 +53,21 @@ struct ScanAllocations: ParsableCommand {
         try store.close()
         say(String(format: "engine-scan %.3f view %.3f record %.3f allocations per row (%d rows, checksum %d)",
                    engineScan, views, materialized, records, checksum))
+    }
+}
+
+extension BenchRecord {
+    /// A new store in a temporary directory holding `records` bench records (1,000 per
+    /// transaction), and its path (for the caller to remove).
+    static func filledStore(_ engine: EngineChoice, records: Int) throws -> (Store, String) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("strata-reading-\(UUID().uuidString)").path
+        let store = try Store(engine: try engine.open(path, EngineOptions(mode: .create)))
+        let payload = [UInt8](repeating: 0x61, count: 100)
+        for start in stride(from: 0, to: records, by: 1_000) {
+            try store.withTransaction { ctx in
+                for i in start..<min(start + 1_000, records) { try ctx.insert(BenchRecord(index: i, payload: payload)) }
+            }
+        }
+        return (store, path)
     }
 }

@@ -7,7 +7,8 @@
 /// Returns 0 forever when the interposer is not active (it only is on glibc).
 uint64_t strata_allocation_count(void);
 
-/// Bytes currently allocated on the heap, from mallinfo2 (0 where unavailable).
+/// Bytes currently allocated on the heap, from mallinfo2: uordblks + hblkhd, the arena and the
+/// mmapped blocks (0 where unavailable).
 uint64_t strata_heap_in_use(void);
 
 #endif
