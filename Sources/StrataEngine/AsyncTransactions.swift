@@ -2,9 +2,12 @@ import Dispatch
 import Foundation
 
 /// Threads for transactions started from async code. A transaction body is synchronous and
-/// may wait (for the writer slot, for another process's lock, for fsync), so it runs here
-/// rather than on Swift's cooperative pool, which has only as many threads as cores.
-private let transactionQueue = DispatchQueue(label: "strata.transactions", attributes: .concurrent)
+/// may wait (for the writer slot, for another process's lock, for fsync), so it runs on a thread
+/// of its own rather than on Swift's cooperative pool, which has only as many threads as cores.
+/// Each transaction gets a serial queue: serial queues run on libdispatch's overcommitting
+/// threads, which are added when all are busy; a shared concurrent queue would be limited to
+/// about one thread per core and let blocked bodies starve the others.
+private func transactionQueue() -> DispatchQueue { DispatchQueue(label: "strata.transaction") }
 
 // Cancellation: a task cancelled before its transaction starts (also while it waits for a
 // transaction thread) gets `CancellationError` and the transaction never starts. Once the body
@@ -50,7 +53,7 @@ private func onTransactionThread<Body, R: Sendable>(
     let gate = StartGate()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
-            transactionQueue.async {
+            transactionQueue().async {
                 guard gate.start() else {
                     _ = box.take()
                     continuation.resume(throwing: CancellationError())

@@ -84,10 +84,11 @@ struct Bench: ParsableCommand {
             case .raw: return try RawTarget(engine: engine, path: path, durable: durable, data: data)
             case .engine: return EngineTarget(engine: try Self.openEngine(engine, path, options), data: data)
             case .record: return RecordTarget(store: try Store(engine: try Self.openEngine(engine, path, options)), data: data)
+            case .view: return ViewTarget(store: try Store(engine: try Self.openEngine(engine, path, options)), data: data)
             }
         }
         func run(_ workload: Workload, operations: Int, opsPerBatch: Int, _ body: () throws -> [UInt64]) throws {
-            guard workloads.contains(workload) else { return }
+            guard workloads.contains(workload), layer != .view || workload.isScan else { return }
             let label = "  \(engine) \(layer.rawValue) \(workload.rawValue)…"
             let ticker = Ticker(label)
             let allocationsBefore = HeapProbe.allocations()
@@ -104,19 +105,19 @@ struct Bench: ParsableCommand {
             outcome.results.append(result)
         }
         let n = data.count, batch = min(1_000, n)
-        if workloads.contains(.fillseq) {
+        if workloads.contains(.fillseq) && layer != .view {
             let target = try open("seq", durable: false)
             try run(.fillseq, operations: n, opsPerBatch: batch) { try target.fill(data.sequentialOrder, perTransaction: n, batch: batch) }
             try target.close()
         }
         let target = try open("random", durable: false)
         try run(.fillrandom, operations: n, opsPerBatch: batch) { try target.fill(data.randomOrder, perTransaction: 1_000, batch: batch) }
-        if !workloads.contains(.fillrandom) { _ = try target.fill(data.randomOrder, perTransaction: 1_000, batch: batch) }
+        if !workloads.contains(.fillrandom) || layer == .view { _ = try target.fill(data.randomOrder, perTransaction: 1_000, batch: batch) }
         try run(.readrandom, operations: n, opsPerBatch: batch) { try target.read(data.randomOrder, batch: batch) }
         try run(.scanforward, operations: n, opsPerBatch: batch) { try target.scan(reverse: false, batch: batch) }
         try run(.scanreverse, operations: n, opsPerBatch: batch) { try target.scan(reverse: true, batch: batch) }
         try run(.scan100, operations: data.scanStarts.count, opsPerBatch: 1) { try target.scans(length: 100) }
-        outcome.heapGrowth = (target as? RecordTarget)?.scanHeapGrowth
+        if layer == .record { outcome.heapGrowth = (target as? RecordTarget)?.scanHeapGrowth }
         try target.close()
         outcome.size = Self.directorySize("\(base)-random")
         if workloads.contains(.fillsync) {

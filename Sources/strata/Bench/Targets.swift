@@ -173,7 +173,7 @@ final class EngineTarget: BenchTarget {
 }
 
 /// Strata's record layer: a Store and BenchRecord.
-final class RecordTarget: BenchTarget {
+class RecordTarget: BenchTarget {
     let store: Store
     let data: BenchData
 
@@ -247,4 +247,43 @@ final class RecordTarget: BenchTarget {
     }
 
     func close() throws { try store.close() }
+}
+
+/// The record layer's borrowing scan: views over the engine's bytes (key components and the
+/// payload's length read in place), instead of materialized records.
+final class ViewTarget: RecordTarget {
+    override func scan(reverse: Bool, batch: Int) throws -> [UInt64] {
+        var clock = BatchClock(batch: batch)
+        var checksum = 0
+        try store.withReadTransaction { ctx in
+            try ctx.forEachView(BenchRecord.self, order: reverse ? .descending : .ascending) { view in
+                var key = view.keyReader()
+                _ = try key.read(Int.self)
+                var fields = view.fieldReader()
+                checksum &+= try key.read(Int.self) + fields.readBytes().count
+                clock.tick()
+                return true
+            }
+        }
+        guard clock.done == data.count else { throw BenchFailure(description: "view scan saw \(clock.done) of \(data.count)") }
+        return clock.finish()
+    }
+
+    override func scans(length: Int) throws -> [UInt64] {
+        var nanos: [UInt64] = []
+        var seen = 0
+        try store.withReadTransaction { ctx in
+            for start in data.scanStarts {
+                let t = now()
+                let query = RecordQuery.all.then(Comparison<Int>.greaterThanOrEqual(start / 1_000))
+                try ctx.forEachView(BenchRecord.self, query, limit: length) { view in
+                    var fields = view.fieldReader()
+                    seen &+= try fields.readBytes().count
+                    return true
+                }
+                nanos.append(now() - t)
+            }
+        }
+        return nanos
+    }
 }

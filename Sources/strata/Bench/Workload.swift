@@ -5,6 +5,9 @@ import StrataConformance
 enum Workload: String, CaseIterable, Codable {
     case fillseq, fillrandom, readrandom, scanforward, scanreverse, scan100, fillsync
 
+    /// Whether the workload only reads in key order (the ones the view layer runs).
+    var isScan: Bool { self == .scanforward || self == .scanreverse || self == .scan100 }
+
     var summary: String {
         switch self {
         case .fillseq: return "sequential fill, one transaction"
@@ -26,6 +29,8 @@ enum Layer: String, CaseIterable, Codable {
     case engine
     /// Strata's record layer (Store, a record with a composite key).
     case record
+    /// The record layer's borrowing scan (`forEachView`): scan workloads only.
+    case view
 }
 
 /// The data every implementation writes: the same keys and values, in memory the benchmark
