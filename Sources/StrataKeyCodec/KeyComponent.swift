@@ -177,3 +177,30 @@ public enum TypeCode {
     public static let uuid: UInt8 = 0x30
     public static let date: UInt8 = 0x33
 }
+
+extension KeyReader {
+    /// Reads past one component of any type, by its type code (KeyEncoding.md): for keys whose
+    /// leading components are not needed, such as an index entry before its primary key.
+    @inlinable
+    public mutating func skipComponent() throws(KeyDecodingError) {
+        let start = offset
+        let code = try readByte()
+        switch code {
+        case TypeCode.null, TypeCode.false, TypeCode.true: return
+        case TypeCode.bytes, TypeCode.string:
+            // Escaped bytes up to a 00 that is not followed by FF.
+            while true {
+                let byte = try readByte()
+                if byte == 0 {
+                    if offset < bytes.count && bytes[offset] == 0xFF { offset += 1 } else { return }
+                }
+            }
+        case (TypeCode.integerZero - 8)...(TypeCode.integerZero + 8):
+            _ = try read(count: Int(code > TypeCode.integerZero ? code - TypeCode.integerZero : TypeCode.integerZero - code))
+        case TypeCode.float: _ = try read(count: 4)
+        case TypeCode.double, TypeCode.date: _ = try read(count: 8)
+        case TypeCode.uuid: _ = try read(count: 16)
+        default: throw KeyDecodingError(offset: start, reason: .unexpectedTypeCode(code, expected: "a component"))
+        }
+    }
+}

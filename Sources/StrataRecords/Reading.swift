@@ -198,16 +198,8 @@ extension TransactionContext {
         if let position {
             ranges = ranges.map { order == .ascending ? $0.above(position) : $0.below(position) }
         }
-        if order == .descending { ranges.reverse() }
-        var remaining = limit ?? Int.max
-        var stopped = false
-        for range in ranges where remaining > 0 && !stopped {
-            try reader.scan(range, reverse: order == .descending, limit: remaining == Int.max ? nil : remaining) { key, value in
-                remaining -= 1
-                let record = try decode(R.self, key: key, value: value)
-                if try !body({ Array(key) }, record) { stopped = true }
-                return !stopped
-            }
+        try scan(ranges, order: order, limit: limit) { key, value in
+            try body({ Array(key) }, try decode(R.self, key: key, value: value))
         }
     }
 }

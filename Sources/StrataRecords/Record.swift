@@ -58,6 +58,10 @@ public protocol Record {
     /// The default returns `nil`. Recognise an older type's records with
     /// `Old.recordType.isVersion(version)`: it also knows the number a format-1 store used.
     static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> Self?
+
+    /// The type's secondary indexes (``RecordIndex``), kept in step with every write. The
+    /// default is none. Declare them as `static let` values so they are built once.
+    static var indexes: [RecordIndex<Self>] { get }
 }
 
 /// A record's complete key: the components, written in key order.
@@ -82,6 +86,8 @@ extension Record where IndexKey == EncodedIndexKey {
 }
 
 extension Record {
+    public static var indexes: [RecordIndex<Self>] { [] }
+
     public static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> Self? { nil }
 }
 

@@ -26,6 +26,18 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The store is in an older format (or its upgrade was interrupted): opening it writable once
     /// upgrades it in place; a read-only open cannot.
     case upgradeRequired(fromFormat: UInt32)
+    /// A write would give two records of `type` the same values in a unique index; it had no
+    /// effect (the transaction goes on unless the caller lets the error end it).
+    case uniqueViolation(type: String, index: String, value: String)
+    /// A query on an index that is not readable: being built (write-only) or disabled.
+    case indexNotReady(type: String, index: String, state: IndexState)
+    /// An index entry's key (prefix, index name, values and primary key) exceeds the engine's
+    /// key limit; nothing was written.
+    case indexKeyTooLarge(type: String, index: String, length: Int, limit: Int)
+    /// An index declaration or use that cannot work (a duplicate name, an index the type does not declare).
+    case invalidIndex(type: String, index: String, detail: String)
+    /// An index entry that does not match the store's records (written around the record layer).
+    case corruptIndex(type: String, index: String, detail: String)
 
     public var description: String {
         switch self {
@@ -43,6 +55,12 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
             return "\(scope) requires the feature \"\(feature)\", which this build of Strata does not know: open it with a newer build"
         case let .upgradeRequired(fromFormat):
             return "the store is in format \(fromFormat) (or its upgrade to format \(Manifest.formatVersion) was interrupted): open it writable once to upgrade it in place"
+        case let .uniqueViolation(type, index, value): return "unique index \(type).\(index) already holds \(value) for another record"
+        case let .indexNotReady(type, index, state): return "index \(type).\(index) cannot be queried: it is \(state)"
+        case let .indexKeyTooLarge(type, index, length, limit):
+            return "an entry of index \(type).\(index) is \(length) bytes encoded, the key limit is \(limit); nothing was written"
+        case let .invalidIndex(type, index, detail): return "index \(type).\(index): \(detail)"
+        case let .corruptIndex(type, index, detail): return "index \(type).\(index) is out of step with its records: \(detail)"
         }
     }
 }

@@ -20,6 +20,8 @@ public final class Store: Sendable {
     /// The engine underneath, for engine-level work.
     public let engine: any KeyValueEngine
     @usableFromInline let catalog = Catalog()
+    /// Defects the tests switch on to prove that their checks catch them.
+    @_spi(Testing) public let faults = Faults()
 
     /// Opens (with `.create`, creates) a store on `engine`: `.lmdb(path:)`, `.leveldb(path:)`,
     /// `.sqlite(path:)` and `.memory` come with their adapter modules (all of them with `import
@@ -99,4 +101,17 @@ public final class Store: Sendable {
 
     /// Waits for running transactions, then closes the engine.
     public func close() throws { try engine.close() }
+}
+
+/// Defects a test can switch on in one store, to show that its checks catch them.
+@_spi(Testing)
+public final class Faults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var staleEntries = false
+
+    /// An overwrite that does not remove the old record's index entries.
+    public var keepStaleIndexEntries: Bool {
+        get { lock.withLock { staleEntries } }
+        set { lock.withLock { staleEntries = newValue } }
+    }
 }

@@ -12,10 +12,17 @@ enum SystemKey {
     /// One catalog entry per keyspace: key layout, schemas, features.
     static func keyspace(_ name: String) -> [UInt8] { prefix + KeyCodec.encode("keyspace", name) }
     static let keyspaces = KeyRange.prefix(prefix + KeyCodec.encode("keyspace"))
-    /// Reserved: an index's catalog entry (definition and state).
+    /// An index's catalog entry (definition, state, generation).
     static func index(keyspace: String, name: String) -> [UInt8] { prefix + KeyCodec.encode("index", keyspace, name) }
-    /// Reserved: an index's entries, followed by the indexed values and the primary key.
-    static func indexEntries(keyspace: String, name: String) -> [UInt8] { prefix + KeyCodec.encode("ix", keyspace, name) }
+    /// The prefix of an index's entries of one generation, followed by the indexed values and
+    /// the primary key.
+    static func indexEntries(keyspace: String, name: String, generation: Int) -> [UInt8] {
+        prefix + KeyCodec.encode("ix", keyspace, name, generation)
+    }
+    /// The progress of building an index generation (an online job).
+    static func indexBuild(keyspace: String, name: String, generation: Int) -> [UInt8] {
+        job("index/\(keyspace)/\(name)/\(generation)")
+    }
     /// The progress of an online job (the format upgrade; later index builds).
     static func job(_ name: String) -> [UInt8] { prefix + KeyCodec.encode("job", name) }
 
@@ -27,5 +34,5 @@ enum SystemKey {
 /// store or keyspace that requires one it does not know: an older build must never write records
 /// without maintaining what a newer one added (index entries, for one).
 enum KnownFeatures {
-    static let all: Set<String> = []
+    static let all: Set<String> = [IndexCatalog.feature]
 }

@@ -11,7 +11,8 @@ public final class TransactionContext {
     @usableFromInline let writer: (any KeyValueWriter)?
     /// Record types whose keyspace was checked in this transaction, with the other schema
     /// versions the catalog says have the type's exact fields (see ``Catalog/check(_:in:writer:)``).
-    @usableFromInline var checked: [(type: ObjectIdentifier, sameFields: Set<UInt32>)] = []
+    /// With them, the type's indexes as this transaction sees them (empty for most types).
+    @usableFromInline var checked: [(type: ObjectIdentifier, sameFields: Set<UInt32>, indexes: [ActiveIndex])] = []
     /// Reused for encoding keys and values without allocating per record.
     @usableFromInline var keyWriter = KeyWriter(capacity: 64)
     @usableFromInline var fieldWriter = FieldWriter()
@@ -31,7 +32,7 @@ public final class TransactionContext {
     @inlinable
     public func insert<R: Record>(_ record: R) throws {
         let writer = try writable()
-        try prepare(R.self)
+        let indexes = try prepare(R.self)
         let key = try encodeKey(record)
         fieldWriter.removeAll()
         fieldWriter.writeVarint(UInt64(R.recordType.version))
@@ -39,6 +40,7 @@ public final class TransactionContext {
         if let failure = fieldWriter.failure { throw RecordError.unencodableField(type: "\(R.self)", detail: failure) }
         let checksum = key.withUnsafeBytes { k in fieldWriter.bytes.withUnsafeBytes { RecordChecksum.of(key: k, value: $0) } }
         withUnsafeBytes(of: checksum.littleEndian) { fieldWriter.writeRaw($0) }
+        if !indexes.isEmpty { return try insertIndexed(record, key: key, value: fieldWriter.bytes, indexes: indexes, writer: writer) }
         try key.withUnsafeBytes { k in try fieldWriter.bytes.withUnsafeBytes { try writer.put($0, forKey: k) } }
     }
 
@@ -58,8 +60,9 @@ public final class TransactionContext {
     @inlinable
     public func delete<R: Record>(_ record: R) throws -> Bool {
         let writer = try writable()
-        try prepare(R.self)
+        let indexes = try prepare(R.self)
         let key = try encodeKey(record)
+        if !indexes.isEmpty { return try deleteIndexed(R.self, key: key, indexes: indexes, writer: writer) }
         guard try reader.exists(key) else { return false }
         try writer.delete(key)
         return true
@@ -70,10 +73,12 @@ public final class TransactionContext {
     @inlinable
     public func delete<R: Record>(_ type: R.Type, _ query: RecordQuery) throws -> Int {
         let writer = try writable()
-        try prepare(R.self)
+        let indexes = try prepare(R.self)
         try validate(query, for: R.self)
         var removed = 0
-        for range in query.ranges(keyspacePrefix: prefix(R.self)) { removed += try writer.clear(range) }
+        for range in query.ranges(keyspacePrefix: prefix(R.self)) {
+            removed += indexes.isEmpty ? try writer.clear(range) : try clearIndexed(R.self, range, indexes: indexes, writer: writer)
+        }
         return removed
     }
 
@@ -128,10 +133,11 @@ public final class TransactionContext {
     @inlinable
     public func delete<R: Record>(_ type: R.Type, key: R.IndexKey) throws -> Bool {
         let writer = try writable()
-        try prepare(R.self)
+        let indexes = try prepare(R.self)
         var keyWriter = KeyWriter()
         keyWriter.write(contentsOf: prefix(R.self))
         key.writeKey(to: &keyWriter)
+        if !indexes.isEmpty { return try deleteIndexed(R.self, key: keyWriter.bytes, indexes: indexes, writer: writer) }
         guard try reader.exists(keyWriter.bytes) else { return false }
         try writer.delete(keyWriter.bytes)
         return true
@@ -159,14 +165,22 @@ public final class TransactionContext {
         let order = order ?? query.defaultOrder
         try prepare(R.self)
         try validate(query, for: R.self)
+        try scan(query.ranges(keyspacePrefix: prefix(R.self)), order: order, limit: limit) { key, value in
+            try body(try decode(R.self, key: key, value: value))
+        }
+    }
+
+    /// Scans `ranges` (given in ascending order) in `order`, at most `limit` pairs in all;
+    /// `visit` returns `false` to stop.
+    @inlinable
+    func scan(_ ranges: [KeyRange], order: Order, limit: Int?,
+              _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
         var remaining = limit ?? Int.max
-        var ranges = query.ranges(keyspacePrefix: prefix(R.self))
-        if order == .descending { ranges.reverse() }
         var stopped = false
-        for range in ranges where remaining > 0 && !stopped {
+        for range in order == .descending ? ranges.reversed() : ranges where remaining > 0 && !stopped {
             try reader.scan(range, reverse: order == .descending, limit: remaining == Int.max ? nil : remaining) { key, value in
                 remaining -= 1
-                if try !body(try decode(R.self, key: key, value: value)) { stopped = true }
+                if try !visit(key, value) { stopped = true }
                 return !stopped
             }
         }
@@ -261,13 +275,25 @@ public final class TransactionContext {
         return writer
     }
 
-    /// Checks `R`'s keyspace once per transaction.
-    @inlinable
-    func prepare<R: Record>(_: R.Type) throws {
+    /// Checks `R`'s keyspace once per transaction; returns the indexes writes must keep.
+    @inlinable @discardableResult
+    func prepare<R: Record>(_: R.Type) throws -> [ActiveIndex] {
         let id = ObjectIdentifier(R.self)
-        if checked.contains(where: { $0.type == id }) { return }
+        if let found = checked.first(where: { $0.type == id }) { return found.indexes }
+        return try firstUse(R.self)
+    }
+
+    /// The catalog checks of `R`'s first use in this transaction: its keyspace and, in a write
+    /// transaction or when `R` declares any, its indexes.
+    @usableFromInline
+    func firstUse<R: Record>(_: R.Type) throws -> [ActiveIndex] {
         let sameFields = try store.catalog.check(R.self, in: reader, writer: writer)
-        checked.append((id, sameFields))
+        var indexes: [ActiveIndex] = []
+        if writer != nil || !R.indexes.isEmpty {
+            indexes = try IndexCatalog.prepare(R.self, keyspacePrefix: prefix(R.self), in: reader, writer: writer)
+        }
+        checked.append((ObjectIdentifier(R.self), sameFields, indexes))
+        return indexes
     }
 
     /// Versions stored with exactly `R`'s fields (names and formats, in order): read as current.

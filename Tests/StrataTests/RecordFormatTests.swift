@@ -77,8 +77,23 @@ struct RecordFormatTests {
         key("features", SystemKey.features, components: ["features"]),
         key("catalog entry of keyspace `Note`", SystemKey.keyspace("Note"), components: ["keyspace", "Note"]),
         key("progress of job `format-2`", SystemKey.job(FormatUpgrade.jobName), components: ["job", "format-2"]),
-        key("index `byText` of `Note` (reserved)", SystemKey.index(keyspace: "Note", name: "byText"), components: ["index", "Note", "byText"]),
-        key("entries of index `byText` (reserved)", SystemKey.indexEntries(keyspace: "Note", name: "byText"), components: ["ix", "Note", "byText"]),
+        key("index `byText` of `Note`", SystemKey.index(keyspace: "Note", name: "byText"), components: ["index", "Note", "byText"]),
+        key("progress of building index `byText` of `Note`, generation 1", SystemKey.indexBuild(keyspace: "Note", name: "byText", generation: 1),
+            components: ["job", "index/Note/byText/1"]),
+        FormatVector(name: "entry of `Note(id: 7, text: \"hi\")` in index `byText`, generation 1", written: {
+            SystemKey.indexEntries(keyspace: "Note", name: "byText", generation: 1) + KeyCodec.encode("hi") + KeyCodec.encode(7)
+        }, readsBack: { bytes in
+            try bytes.withUnsafeBytes { raw in
+                var r = KeyReader(UnsafeRawBufferPointer(rebasing: raw[1...]))
+                return try r.read(String.self) == "ix" && r.read(String.self) == "Note" && r.read(String.self) == "byText"
+                    && r.read(Int.self) == 1 && r.read(String.self) == "hi" && r.read(Int.self) == 7 && r.isAtEnd
+            }
+        }),
+        FormatVector(name: "index `byText` (unique, on `text: String`), readable, generation 2, generation 1 retired", written: {
+            Self.byText.encoded()
+        }, readsBack: { bytes in
+            try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: "Note", name: "byText") } == Self.byText
+        }),
         FormatVector(name: "record `Note(id: 7)`", written: { noteKey }, readsBack: { bytes in
             try bytes.withUnsafeBytes { raw in
                 var r = KeyReader(raw)
@@ -160,6 +175,11 @@ struct RecordFormatTests {
             try CatalogEntry(formatOneLayout: bytes, keyspace: "Note") == CatalogEntry(key: [("id", "Int")])
         }),
     ]
+
+    static let byText = StoredIndex(
+        generation: 2, state: .readable,
+        definition: IndexDefinition(components: [.init(name: "text", type: "String", multiValued: false)], unique: true, covering: false),
+        retired: [1])
 
     /// The value `insert` stores for `record`, read through the engine.
     static func storedValue<R: Record>(_ record: R) throws -> [UInt8] {

@@ -1,0 +1,144 @@
+import StrataEngine
+import StrataKeyCodec
+
+// Index entries are written in the transaction of the record write that makes them, so an index
+// never disagrees with its records: a rolled-back transaction leaves neither. To remove a
+// record's old entries the old record is read and decoded first; a stored record that cannot be
+// decoded (corrupt bytes, a version without migration) refuses the overwrite or delete with that
+// error rather than leave entries behind.
+
+extension RecordIndex {
+    /// The encoded values of `record`'s entries (each the components' encodings concatenated),
+    /// distinct, with whether any component is `nil`.
+    func entryValues(of record: R) -> [IndexValue] {
+        var entries = [IndexValue(bytes: [], isNil: false)]
+        var values: [IndexValue] = []
+        for component in components {
+            values.removeAll(keepingCapacity: true)
+            component.encode(record, &values)
+            if component.isMultiValued {
+                var seen = Set<[UInt8]>()
+                let distinct = values.filter { seen.insert($0.bytes).inserted }
+                entries = entries.flatMap { entry in
+                    distinct.map { IndexValue(bytes: entry.bytes + $0.bytes, isNil: entry.isNil || $0.isNil) }
+                }
+            } else {
+                for i in entries.indices {
+                    entries[i].bytes += values[0].bytes
+                    entries[i].isNil = entries[i].isNil || values[0].isNil
+                }
+            }
+        }
+        return entries
+    }
+
+    /// `record`'s values in the entry `bytes` (concatenated components), as text for messages.
+    func describe(_ record: R, entry bytes: [UInt8]) -> String {
+        var parts: [String] = []
+        let raw = bytes
+        raw.withUnsafeBytes { buffer in
+            var reader = KeyReader(buffer)
+            for component in components {
+                let start = reader.offset
+                guard (try? reader.skipComponent()) != nil else { return }
+                parts.append(component.describe(record, raw[start..<reader.offset]))
+            }
+        }
+        return components.count == 1 ? (parts.first ?? "?") : "(" + parts.joined(separator: ", ") + ")"
+    }
+}
+
+extension TransactionContext {
+    /// `insert` of a type with indexes: checks unique indexes and entry lengths first, then writes
+    /// the record, removes the old record's entries it no longer has and adds the new ones.
+    @usableFromInline
+    func insertIndexed<R: Record>(_ record: R, key: [UInt8], value: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
+        let primary = key[prefix(R.self).count...]
+        let old = try storedRecord(R.self, key: key)
+        var plan: [(index: ActiveIndex, removed: [[UInt8]], added: [[UInt8]])] = []
+        for index in indexes {
+            let declaration = R.indexes[index.position]
+            let new = declaration.entryValues(of: record)
+            let previous = old.map { Set(declaration.entryValues(of: $0).map(\.bytes)) } ?? []
+            var added: [[UInt8]] = []
+            for entry in new {
+                let entryKey = index.prefix + entry.bytes + primary
+                guard entryKey.count <= KeyLimits.maxKeyLength else {
+                    throw RecordError.indexKeyTooLarge(type: "\(R.self)", index: index.name, length: entryKey.count, limit: KeyLimits.maxKeyLength)
+                }
+                if index.unique && !entry.isNil && !previous.contains(entry.bytes) {
+                    try checkUnique(R.self, index, values: entry.bytes, primary: primary) {
+                        declaration.describe(record, entry: entry.bytes)
+                    }
+                }
+                if index.covering || !previous.contains(entry.bytes) { added.append(entryKey) }
+            }
+            let kept = Set(new.map(\.bytes))
+            var removed = previous.filter { !kept.contains($0) }.map { index.prefix + $0 + primary }
+            if store.faults.keepStaleIndexEntries { removed = [] }
+            plan.append((index, removed, added))
+        }
+        try writer.put(value, forKey: key)
+        let entryValue: [UInt8] = []
+        for (index, removed, added) in plan {
+            for entryKey in removed { try writer.delete(entryKey) }
+            for entryKey in added { try writer.put(index.covering ? value : entryValue, forKey: entryKey) }
+        }
+    }
+
+    /// Deletes the record at `key` and its index entries; returns whether there was one.
+    @usableFromInline
+    func deleteIndexed<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
+        guard let old = try storedRecord(R.self, key: key) else { return false }
+        try deleteEntries(of: old, primary: key[prefix(R.self).count...], indexes: indexes, writer: writer)
+        try writer.delete(key)
+        return true
+    }
+
+    /// Deletes every record in `range` with its index entries, in batches (writes wait until a
+    /// batch has been read: bytes lent by a scan must not be written under).
+    @usableFromInline
+    func clearIndexed<R: Record>(_: R.Type, _ range: KeyRange, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Int {
+        let prefixLength = prefix(R.self).count
+        var removed = 0
+        while true {
+            var batch: [(key: [UInt8], record: R)] = []
+            try reader.scan(range, reverse: false, limit: 256) { key, value in
+                batch.append((Array(key), try decode(R.self, key: key, value: value)))
+                return true
+            }
+            if batch.isEmpty { return removed }
+            for (key, record) in batch {
+                try deleteEntries(of: record, primary: key[prefixLength...], indexes: indexes, writer: writer)
+                try writer.delete(key)
+            }
+            removed += batch.count
+        }
+    }
+
+    private func deleteEntries<R: Record>(of record: R, primary: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
+        for index in indexes {
+            for entry in R.indexes[index.position].entryValues(of: record) { try writer.delete(index.prefix + entry.bytes + primary) }
+        }
+    }
+
+    /// The record stored at `key`, decoded (its index entries are derived from it).
+    private func storedRecord<R: Record>(_: R.Type, key: [UInt8]) throws -> R? {
+        try key.withUnsafeBytes { k in
+            try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } }
+        }
+    }
+
+    /// Throws ``RecordError/uniqueViolation(type:index:value:)`` when an entry of another record
+    /// has `values`. Writers are serialized, so the check is exact.
+    func checkUnique<R: Record>(_: R.Type, _ index: ActiveIndex, values: [UInt8], primary: ArraySlice<UInt8>,
+                                        describe: () -> String) throws {
+        let start = index.prefix + values
+        var taken = false
+        try reader.scan(KeyRange.components(prefix: start), reverse: false, limit: 2) { key, _ in
+            if !key[start.count...].elementsEqual(primary) { taken = true }
+            return !taken
+        }
+        if taken { throw RecordError.uniqueViolation(type: "\(R.self)", index: index.name, value: describe()) }
+    }
+}

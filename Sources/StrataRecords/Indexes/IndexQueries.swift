@@ -1,0 +1,117 @@
+import StrataEngine
+import StrataKeyCodec
+
+/// Queries on an index, with the rules of queries on the key: equality on leading components, a
+/// comparison on the last one given (``RecordQuery``), a limit, and nearest-first order unless
+/// `order:` is given. Each is one seek plus the entries it returns; a non-covering index reads
+/// each record by its key (one point read per result), a covering one reads it from the entry.
+/// An index that is not readable throws ``RecordError/indexNotReady(type:index:state:)``.
+extension RecordIndex {
+    /// The records whose entries match `query`, at most `limit`, in index order (records with
+    /// equal values in primary-key order).
+    public func select(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil) throws -> [R] {
+        var records: [R] = []
+        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, record in
+            records.append(record())
+            return true
+        }
+        return records
+    }
+
+    /// Visits the matching records one at a time; `body` returns `false` to stop.
+    public func forEach(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
+                        _ body: (R) throws -> Bool) throws {
+        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, record in try body(record()) }
+    }
+
+    /// How many entries match `query` (records are not read). A multi-valued index counts a
+    /// record once per matching element.
+    public func count(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> Int {
+        var n = 0
+        try ctx.scanIndex(self, query, limit: nil, order: .ascending, readRecords: false) { _, _ in
+            n += 1
+            return true
+        }
+        return n
+    }
+
+    /// The primary keys of the matching records (their encoded components, without the keyspace),
+    /// without reading the records.
+    public func primaryKeys(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil) throws -> [EncodedIndexKey] {
+        var keys: [EncodedIndexKey] = []
+        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder, readRecords: false) { primary, _ in
+            keys.append(EncodedIndexKey(bytes: primary))
+            return true
+        }
+        return keys
+    }
+
+    /// The record whose values are exactly `query`'s (every component, by equality): a unique
+    /// index's point lookup. On an index that is not unique, this is
+    /// ``RecordError/invalidIndex(type:index:detail:)``.
+    public func fetch(in ctx: TransactionContext, _ query: RecordQuery) throws -> R? {
+        guard unique else {
+            throw RecordError.invalidIndex(type: "\(R.self)", index: name, detail: "fetch needs a unique index; use select")
+        }
+        guard query.componentTypes.count == components.count, query.bounds == [[]] else {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "fetch on index \(name) needs every component, by equality")
+        }
+        return try select(in: ctx, query, limit: 1).first
+    }
+}
+
+extension TransactionContext {
+    /// Visits the entries of `index` matching `query`: the primary key's encoded components and,
+    /// when `readRecords`, the record (read lazily: a closure).
+    func scanIndex<R: Record>(
+        _ index: RecordIndex<R>, _ query: RecordQuery, limit: Int?, order: Order, readRecords: Bool = true,
+        _ body: (_ primary: [UInt8], _ record: () -> R) throws -> Bool
+    ) throws {
+        try prepare(R.self)
+        guard let active = checked.first(where: { $0.type == ObjectIdentifier(R.self) })?.indexes.first(where: { $0.name == index.name }) else {
+            throw RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: "\(R.self).indexes does not declare it")
+        }
+        guard active.state == .readable else { throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: active.state) }
+        try validate(query, for: index)
+        let keyspacePrefix = prefix(R.self)
+        var recordKey = keyspacePrefix
+        try scan(query.ranges(keyspacePrefix: active.prefix), order: order, limit: limit) { key, value in
+            var entry = KeyReader(UnsafeRawBufferPointer(rebasing: key[active.prefix.count...]))
+            do {
+                for _ in 0..<active.componentCount { try entry.skipComponent() }
+            } catch {
+                throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "entry key: \(error)")
+            }
+            let primary = Array(UnsafeRawBufferPointer(rebasing: entry.bytes[entry.offset...]))
+            guard readRecords else { return try body(primary, { fatalError("records not read") }) }
+            recordKey.removeSubrange(keyspacePrefix.count...)
+            recordKey += primary
+            let record: R
+            if active.covering {
+                record = try recordKey.withUnsafeBytes { try decode(R.self, key: $0, value: value) }
+            } else {
+                guard let found = try recordKey.withUnsafeBytes({ k in
+                    try reader.withValue(forKey: k) { v in try v.map { try decode(R.self, key: k, value: $0) } }
+                }) else {
+                    throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry names a record that is not stored")
+                }
+                record = found
+            }
+            return try body(primary, { record })
+        }
+    }
+
+    /// Checks a query's shape against the index's components, as ``validate(_:for:)`` does for keys.
+    func validate<R: Record>(_ query: RecordQuery, for index: RecordIndex<R>) throws {
+        if query.continuesAfterComparison {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "only the last component of a query on index \(index.name) may be a comparison")
+        }
+        guard query.componentTypes.count <= index.components.count else {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "\(query.componentTypes.count) components given, index \(index.name) has \(index.components.count)")
+        }
+        for (i, type) in query.componentTypes.enumerated() where type != index.components[i].typeID {
+            let component = index.components[i]
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "component \(i) of index \(index.name) (\(component.name)) is \(component.typeName)")
+        }
+    }
+}

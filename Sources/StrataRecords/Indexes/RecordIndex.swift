@@ -1,0 +1,167 @@
+import StrataKeyCodec
+
+/// A secondary index of a record type: an ordered list of entries, one per record (or one per
+/// element of a multi-valued component), that finds records by fields other than the key.
+///
+/// Declare a type's indexes in ``Record/indexes``; each is kept in the same transaction as every
+/// write of the record (insert, overwrite, delete by key or by query), so an index is never out
+/// of step with its records. Query it with the key's rules: equality on leading components, one
+/// comparison on the last, a limit and an order.
+///
+/// ```swift
+/// struct Person: Record {
+///     var id: Int
+///     var email: String
+///     var city: String
+///     var age: Int
+///     var tags: [String]
+///     static let byEmail = RecordIndex<Person>("byEmail", .field("email", \.email), unique: true)
+///     static let byCityAge = RecordIndex<Person>("byCityAge", .field("city", \.city), .field("age", \.age))
+///     static let byTag = RecordIndex<Person>("byTag", .each("tags", \.tags))
+///     static let indexes = [byEmail, byCityAge, byTag]
+///     …
+/// }
+/// let parisians = try Person.byCityAge.select(in: ctx, .all.equal("Paris").then(Comparison.lessThan(30)))
+/// ```
+///
+/// - **Entries** are `00 enc("ix", keyspace, name, generation) ‖ enc(values…) ‖ enc(primary key…)`
+///   (RecordFormat.md, "Indexes"); a covering index stores the record's value with each entry, so
+///   reading through it needs no second lookup.
+/// - **Unique**: a write that would give two records the same values throws
+///   ``RecordError/uniqueViolation(type:index:value:)`` and has no effect. Entries with a `nil`
+///   component are not checked: several records may have `nil` there, as in SQL.
+/// - **Multi-valued** (``IndexComponent/each(_:_:)``): one entry per distinct element of an array
+///   or set field; a record with no elements has no entry. At most one component of an index may be
+///   multi-valued.
+/// - **States**: an index declared on an empty keyspace is readable at once. One added to a
+///   keyspace that already holds records is *write-only* (maintained, but queries throw
+///   ``RecordError/indexNotReady(type:index:state:)``) until ``Store/buildIndexes(_:batchSize:)``
+///   has built it. An index the type no longer declares is *disabled* at the next write (its
+///   entries are no longer maintained) and cleared by the next build.
+public struct RecordIndex<R: Record>: Sendable {
+    /// The index's name, unique within the record type; part of every entry key.
+    public let name: String
+    /// The indexed values, in order.
+    public let components: [IndexComponent<R>]
+    /// Whether two records may not share the values (entries with a `nil` component excepted).
+    public let unique: Bool
+    /// Whether each entry holds the record's value (reads need no second lookup; entries are larger).
+    public let covering: Bool
+
+    /// An index named `name` on `components`, in order.
+    public init(_ name: String, _ components: IndexComponent<R>..., unique: Bool = false, covering: Bool = false) {
+        self.init(name, components: components, unique: unique, covering: covering)
+    }
+
+    /// An index named `name` on `components`, in order.
+    public init(_ name: String, components: [IndexComponent<R>], unique: Bool = false, covering: Bool = false) {
+        precondition(!name.isEmpty, "an index needs a name")
+        precondition(!components.isEmpty, "index \(name) needs at least one component")
+        precondition(components.filter(\.isMultiValued).count <= 1, "index \(name): at most one component may be multi-valued")
+        self.name = name
+        self.components = components
+        self.unique = unique
+        self.covering = covering
+    }
+
+    /// The definition as the catalog stores it: components (names, types, multi-valued), unique,
+    /// covering. A change of any of these under the same name rebuilds the index.
+    var definition: IndexDefinition {
+        IndexDefinition(components: components.map { .init(name: $0.name, type: $0.typeName, multiValued: $0.isMultiValued) },
+                        unique: unique, covering: covering)
+    }
+}
+
+/// One value of an index entry: a field (or key component) of the record, or each element of a
+/// collection field.
+///
+/// `@unchecked Sendable`: its closures capture only a `Sendable` key path and a `Bool`; they are
+/// not marked `@Sendable` because generic metatypes captured there are not (yet) `Sendable`.
+public struct IndexComponent<R: Record>: @unchecked Sendable {
+    /// The property's name, as stored in the catalog.
+    public let name: String
+    /// The indexed value's Swift type (the element's, when multi-valued), as Swift prints it.
+    public let typeName: String
+    /// Whether each element of a collection gets an entry of its own.
+    public let isMultiValued: Bool
+    /// The type of the values a query gives for this component.
+    let typeID: ObjectIdentifier
+    /// The encodings of this component's values in `record`, each with whether it is `nil`.
+    let encode: (R, inout [IndexValue]) -> Void
+    /// The value (or, multi-valued, the element) in `record` whose encoding is `bytes`, as text.
+    let describe: (R, ArraySlice<UInt8>) -> String
+
+    /// A property whose value is indexed: `.field("email", \.email)`.
+    public static func field<V: KeyComponent>(_ name: String, _ value: KeyPath<R, V> & Sendable) -> IndexComponent {
+        let optional = V.self is any OptionalIndexValue.Type
+        return IndexComponent(
+            name: name, typeName: "\(V.self)", isMultiValued: false, typeID: ObjectIdentifier(V.self),
+            encode: { record, values in
+                let v = record[keyPath: value]
+                var writer = KeyWriter(capacity: 16)
+                writer.append(v)
+                values.append(IndexValue(bytes: writer.bytes, isNil: optional && (v as? any OptionalIndexValue)?.isNil == true))
+            },
+            describe: { record, _ in describeValue(record[keyPath: value]) })
+    }
+
+    /// A collection property each of whose distinct elements gets an entry: `.each("tags", \.tags)`.
+    public static func each<C: Sequence>(_ name: String, _ values: KeyPath<R, C> & Sendable) -> IndexComponent where C.Element: KeyComponent {
+        let optional = C.Element.self is any OptionalIndexValue.Type
+        return IndexComponent(
+            name: name, typeName: "\(C.Element.self)", isMultiValued: true, typeID: ObjectIdentifier(C.Element.self),
+            encode: { record, out in
+                for element in record[keyPath: values] {
+                    var writer = KeyWriter(capacity: 16)
+                    writer.append(element)
+                    out.append(IndexValue(bytes: writer.bytes, isNil: optional && (element as? any OptionalIndexValue)?.isNil == true))
+                }
+            },
+            describe: { record, bytes in
+                for element in record[keyPath: values] {
+                    var writer = KeyWriter(capacity: 16)
+                    writer.append(element)
+                    if writer.bytes[...] == bytes { return describeValue(element) }
+                }
+                return "?"
+            })
+    }
+}
+
+/// One encoded component value of an index entry.
+struct IndexValue: Hashable {
+    var bytes: [UInt8]
+    var isNil: Bool
+}
+
+/// Optionals, so an index can tell a `nil` component (exempt from uniqueness).
+protocol OptionalIndexValue {
+    var isNil: Bool { get }
+}
+
+extension Optional: OptionalIndexValue {
+    var isNil: Bool { self == nil }
+}
+
+private func describeValue<V>(_ value: V) -> String {
+    if let string = value as? String { return "\"\(string)\"" }
+    if let optional = value as? any OptionalIndexValue, optional.isNil { return "nil" }
+    return "\(value)"
+}
+
+/// An index's definition as the catalog stores it (RecordFormat.md, "Indexes").
+struct IndexDefinition: Equatable, Sendable {
+    struct Component: Equatable, Sendable {
+        var name: String
+        var type: String
+        var multiValued: Bool
+    }
+    var components: [Component]
+    var unique: Bool
+    var covering: Bool
+
+    /// `email: String` or `each tags: String`, for messages.
+    var layout: String {
+        components.map { "\($0.multiValued ? "each " : "")\($0.name): \($0.type)" }.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,339 @@
+import Foundation
+@_spi(Testing) import StrataRecords
+import StrataBundledEngines
+import StrataEngine
+import StrataKeyCodec
+import Testing
+
+/// A record with one index of every kind: unique (with optional values), composite, multi-valued
+/// and covering.
+struct Member: Record, Equatable, Sendable {
+    var id: Int
+    var email: String
+    var nickname: String?
+    var city: String
+    var age: Int
+    var tags: [String]
+
+    static let recordType = RecordType(keyspace: "Member", key: [("id", Int.self)],
+                                       fields: [("email", String.fieldFormat), ("nickname", String?.fieldFormat), ("city", String.fieldFormat),
+                                                ("age", Int.fieldFormat), ("tags", [String].fieldFormat)])
+    static let byEmail = RecordIndex<Member>("byEmail", .field("email", \.email), unique: true)
+    static let byNickname = RecordIndex<Member>("byNickname", .field("nickname", \.nickname), unique: true)
+    static let byCityAge = RecordIndex<Member>("byCityAge", .field("city", \.city), .field("age", \.age))
+    static let byTag = RecordIndex<Member>("byTag", .each("tags", \.tags))
+    static let byAgeCovering = RecordIndex<Member>("byAgeCovering", .field("age", \.age), covering: true)
+    static let indexes = [byEmail, byNickname, byCityAge, byTag, byAgeCovering]
+
+    init(id: Int, email: String, nickname: String? = nil, city: String, age: Int, tags: [String] = []) {
+        (self.id, self.email, self.nickname, self.city, self.age, self.tags) = (id, email, nickname, city, age, tags)
+    }
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) {
+        fields.write(email); fields.write(nickname); fields.write(city); fields.write(age); fields.write(tags)
+    }
+    init(key: inout KeyReader, fields: inout FieldReader) throws {
+        id = try key.read()
+        email = try fields.read(); nickname = try fields.read(); city = try fields.read(); age = try fields.read(); tags = try fields.read()
+    }
+}
+
+/// Member's keyspace before it had indexes (another Swift type: one type per keyspace and store).
+struct PlainMember: Record {
+    var member: Member
+    static let recordType = Member.recordType
+    func writeKey(to key: inout KeyWriter) { member.writeKey(to: &key) }
+    func writeFields(to fields: inout FieldWriter) { member.writeFields(to: &fields) }
+    init(_ member: Member) { self.member = member }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { member = try Member(key: &key, fields: &fields) }
+}
+
+/// Every index of `Member` in `store` equals a recomputation from the records.
+func expectExact(_ store: Store, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let results = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Member.self) }
+    #expect(results.count == Member.indexes.count, comment, sourceLocation: sourceLocation)
+    for result in results {
+        #expect(result.isExact, "\(result.index): \(result.missingCount) missing, \(result.staleCount) stale. \(comment?.rawValue ?? "")",
+                sourceLocation: sourceLocation)
+    }
+}
+
+@Suite("Secondary indexes")
+struct IndexTests {
+    static let members = [
+        Member(id: 1, email: "korben@taxi.nyc", nickname: "Major", city: "New York", age: 45, tags: ["pilot", "taxi"]),
+        Member(id: 2, email: "leeloo@fhloston.space", city: "New York", age: 25, tags: ["supreme", "being", "supreme"]),
+        Member(id: 3, email: "ruby@rhod.fm", nickname: "Ruby", city: "Fhloston", age: 30, tags: ["radio"]),
+        Member(id: 4, email: "zorg@zorg.corp", city: "Paris", age: 50),
+        Member(id: 5, email: "vito@temple.org", nickname: nil, city: "Paris", age: 65, tags: ["priest", "taxi"]),
+    ]
+
+    @Test("queries on every kind of index: equality, ranges, order, limit, count, multi-valued, unique, covering, nil",
+          arguments: BundledEngines.all)
+    func queries(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            try store.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
+            try expectExact(store)
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(try Member.byEmail.fetch(in: ctx, .all.equal("ruby@rhod.fm"))?.id == 3)
+                #expect(try Member.byEmail.fetch(in: ctx, .all.equal("nobody@nowhere")) == nil)
+                #expect(try Member.byCityAge.select(in: ctx, .all.equal("New York")).map(\.id) == [2, 1])
+                #expect(try Member.byCityAge.select(in: ctx, .all.equal("Paris").then(Comparison.greaterThan(50))).map(\.id) == [5])
+                // lessThan walks down from the bound, nearest first, as on the key.
+                #expect(try Member.byCityAge.select(in: ctx, .all.equal("New York").then(Comparison.lessThan(50))).map(\.id) == [1, 2])
+                #expect(try Member.byCityAge.select(in: ctx, .all.then(Comparison.oneOf(["Paris", "Fhloston"]))).map(\.id) == [3, 4, 5])
+                #expect(try Member.byCityAge.select(in: ctx, limit: 2, order: .descending).map(\.id) == [5, 4])
+                #expect(try Member.byCityAge.count(in: ctx, .all.then(Comparison.greaterThanOrEqual("O"))) == 2)
+                // Multi-valued: one entry per distinct element; no entry for an empty array.
+                #expect(try Member.byTag.select(in: ctx, .all.equal("taxi")).map(\.id) == [1, 5])
+                #expect(try Member.byTag.count(in: ctx, .all.equal("supreme")) == 1)
+                #expect(try Member.byTag.count(in: ctx) == 7)
+                // Covering: the same records, read from the entries.
+                #expect(try Member.byAgeCovering.select(in: ctx, .all.then(Comparison.range(30..<60))) == [Self.members[2], Self.members[0], Self.members[3]])
+                // nil sorts first; several records may be nil in a unique index.
+                #expect(try Member.byNickname.select(in: ctx, .all.equal(String?.none)).map(\.id) == [2, 4, 5])
+                #expect(try Member.byNickname.primaryKeys(in: ctx, .all.equal(String?("Ruby"))) == [EncodedIndexKey(bytes: KeyCodec.encode(3))])
+                #expect(throws: RecordError.invalidQuery(type: "Member", detail: "component 0 of index byCityAge (city) is String")) {
+                    try Member.byCityAge.select(in: ctx, .all.equal(3))
+                }
+                #expect(throws: RecordError.invalidIndex(type: "Member", index: "byTag", detail: "fetch needs a unique index; use select")) {
+                    try Member.byTag.fetch(in: ctx, .all.equal("taxi"))
+                }
+            }
+        }
+    }
+
+    @Test("overwrites, deletes by key, by query and by range, and rollbacks keep every index exact", arguments: BundledEngines.all)
+    func maintenance(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            try store.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
+            try store.withTransaction { (ctx: TransactionContext) throws in
+                var korben = Self.members[0]
+                korben.email = "korben@new.york"
+                korben.city = "Fhloston"
+                korben.tags = ["taxi", "hero"]
+                try ctx.insert(korben)
+                #expect(try Member.byEmail.fetch(in: ctx, .all.equal("korben@taxi.nyc")) == nil)
+                #expect(try Member.byEmail.fetch(in: ctx, .all.equal("korben@new.york"))?.id == 1)
+                #expect(try Member.byTag.select(in: ctx, .all.equal("pilot")).isEmpty)
+                #expect(try Member.byCityAge.select(in: ctx, .all.equal("Fhloston")).map(\.id) == [3, 1])
+            }
+            try expectExact(store, "after an overwrite")
+            try store.withTransaction { (ctx: TransactionContext) throws in
+                #expect(try ctx.delete(Member.self, key: EncodedIndexKey(bytes: KeyCodec.encode(3))))
+                #expect(try ctx.delete(Self.members[3]))
+                #expect(try !ctx.delete(Self.members[3]))
+            }
+            try expectExact(store, "after deletes by key")
+            #expect(try store.withReadTransaction { ctx in try Member.byCityAge.select(in: ctx).map(\.id) } == [1, 2, 5])
+            try store.withTransaction { (ctx: TransactionContext) throws in
+                for id in 10..<40 { try ctx.insert(Member(id: id, email: "m\(id)@x", city: "C\(id % 3)", age: id, tags: ["t\(id % 4)"])) }
+                #expect(try ctx.delete(Member.self, .all.then(Comparison.range(10..<25))) == 15)
+            }
+            try expectExact(store, "after a delete by query")
+            // A rolled-back transaction leaves no entry and removes none.
+            struct Abort: Error {}
+            #expect(throws: Abort.self) {
+                try store.withTransaction { (ctx: TransactionContext) throws in
+                    try ctx.insert(Member(id: 99, email: "gone@x", city: "Nowhere", age: 1, tags: ["ghost"]))
+                    try ctx.delete(Member.self, .all)
+                    throw Abort()
+                }
+            }
+            try expectExact(store, "after a rollback")
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(try Member.byTag.select(in: ctx, .all.equal("ghost")).isEmpty)
+                #expect(try Member.byEmail.count(in: ctx) == 18)
+            }
+        }
+    }
+
+    @Test("a unique violation names the type, index and value; the write has no effect and the transaction goes on",
+          arguments: BundledEngines.all)
+    func uniqueViolation(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            try store.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
+            try store.withTransaction { (ctx: TransactionContext) throws in
+                let thief = Member(id: 7, email: "ruby@rhod.fm", city: "Paris", age: 20, tags: ["thief"])
+                #expect(throws: RecordError.uniqueViolation(type: "Member", index: "byEmail", value: "\"ruby@rhod.fm\"")) { try ctx.insert(thief) }
+                #expect(try ctx.fetch(Member.self, key: EncodedIndexKey(bytes: KeyCodec.encode(7))) == nil)
+                #expect(try Member.byTag.select(in: ctx, .all.equal("thief")).isEmpty)
+                // An overwrite of a record that would take another's nickname leaves the record as it was.
+                var korben = Self.members[0]
+                korben.nickname = "Ruby"
+                korben.age = 46
+                #expect(throws: RecordError.uniqueViolation(type: "Member", index: "byNickname", value: "\"Ruby\"")) { try ctx.insert(korben) }
+                #expect(try ctx.fetch(Member.self, key: EncodedIndexKey(bytes: KeyCodec.encode(1))) == Self.members[0])
+                // The transaction goes on: a valid write commits with it.
+                try ctx.insert(Member(id: 8, email: "new@x", city: "Paris", age: 20))
+                // A record keeps its own unique values when overwritten.
+                try ctx.insert(Member(id: 3, email: "ruby@rhod.fm", nickname: "Ruby", city: "Paris", age: 31))
+            }
+            try expectExact(store)
+            #expect(try store.withReadTransaction { ctx in try Member.byEmail.fetch(in: ctx, .all.equal("new@x"))?.id } == 8)
+        }
+    }
+
+    @Test("an index entry over the key limit is refused naming the type, index and length; nothing is written",
+          arguments: BundledEngines.all)
+    func entryTooLong(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            let long = Member(id: 1, email: String(repeating: "e", count: 495), city: "C", age: 1)
+            let encodedLength = (SystemKeyBytes.entriesPrefix("Member", "byEmail") + KeyCodec.encode(long.email) + KeyCodec.encode(1)).count
+            #expect(throws: RecordError.indexKeyTooLarge(type: "Member", index: "byEmail", length: encodedLength, limit: 511)) {
+                try store.withTransaction { ctx in try ctx.insert(long) }
+            }
+            #expect(try store.withReadTransaction { ctx in try Member.count(in: ctx) } == 0)
+            try store.withTransaction { (ctx: TransactionContext) throws in
+                try ctx.insert(Self.members[0])
+                var longer = Self.members[0]
+                longer.tags = ["short", String(repeating: "t", count: 500)]
+                #expect(throws: RecordError.self) { try ctx.insert(longer) }
+                #expect(try ctx.fetch(Member.self, key: EncodedIndexKey(bytes: KeyCodec.encode(1))) == Self.members[0])
+            }
+            try expectExact(store)
+        }
+    }
+
+    @Test("an index added to a keyspace with records is write-only until built in batches; then readable and exact",
+          arguments: BundledEngines.all)
+    func onlineBuild(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = try kind.configuration(path: dir.path).open(EngineOptions())
+        let before = try Store(engine: engine)
+        try before.withTransaction { (ctx: TransactionContext) throws in
+            for id in 0..<250 { try ctx.insert(PlainMember(Member(id: id, email: "m\(id)@x", city: "C\(id % 7)", age: id % 90, tags: ["t\(id % 5)", "u"]))) }
+        }
+        // The same keyspace, now with indexes (a store of its own: one Swift type per keyspace and store).
+        let store = try Store(engine: engine)
+        defer { try? store.close() }
+        #expect(throws: RecordError.indexNotReady(type: "Member", index: "byEmail", state: .writeOnly)) {
+            try store.withReadTransaction { ctx in try Member.byEmail.select(in: ctx) }
+        }
+        // Writes while the index is write-only keep their entries.
+        try store.withTransaction { (ctx: TransactionContext) throws in
+            try ctx.insert(Member(id: 1_000, email: "late@x", city: "C1", age: 3, tags: ["late"]))
+            try ctx.insert(Member(id: 5, email: "m5-moved@x", city: "C5", age: 5))
+        }
+        #expect(throws: RecordError.indexNotReady(type: "Member", index: "byTag", state: .writeOnly)) {
+            try store.withReadTransaction { ctx in try Member.byTag.count(in: ctx) }
+        }
+        var batches: [IndexBuildReport] = []
+        let report = try store.buildIndexes(Member.self, batchSize: 100) { batches.append($0) }
+        #expect(Set(report.built) == Set(Member.indexes.map(\.name)))
+        #expect(report.recordsIndexed == 251 * Member.indexes.count)
+        #expect(batches.count == report.batches && report.batches >= 15)
+        try expectExact(store, "after the build")
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try Member.byEmail.fetch(in: ctx, .all.equal("m5-moved@x"))?.id == 5)
+            #expect(try Member.byTag.count(in: ctx, .all.equal("u")) == 249)  // 5 lost its tags
+            #expect(try Member.byCityAge.count(in: ctx, .all.equal("C1")) == 37)
+        }
+        // Nothing left to do.
+        #expect(try store.buildIndexes(Member.self).batches == 0)
+    }
+
+    @Test("an index the type stops declaring is disabled at the next write and cleared by the next build; declared again, it is rebuilt",
+          arguments: [BundledEngines.all[0]])
+    func disabledAndRebuilt(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = try kind.configuration(path: dir.path).open(EngineOptions())
+        let indexed = try Store(engine: engine)
+        try indexed.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
+        let plain = try Store(engine: engine)
+        try plain.withTransaction { ctx in try ctx.insert(PlainMember(Member(id: 6, email: "ruby@rhod.fm", city: "X", age: 1))) }
+        let cleared = try plain.buildIndexes(PlainMember.self)
+        #expect(cleared.entriesCleared > 0)
+        #expect(try engine.read { tx in try tx.keys(KeyRange.components(prefix: [0] + KeyCodec.encode("ix")), limit: 1) }.isEmpty)
+        // Member again (a third store: its own catalog): the duplicate email stops the build.
+        let again = try Store(engine: engine)
+        #expect(throws: RecordError.uniqueViolation(type: "Member", index: "byEmail", value: "\"ruby@rhod.fm\"")) {
+            try again.buildIndexes(Member.self)
+        }
+        try again.withTransaction { ctx in try ctx.delete(Member.self, key: EncodedIndexKey(bytes: KeyCodec.encode(6))) }
+        try again.buildIndexes(Member.self)
+        try expectExact(again)
+        try engine.close()
+    }
+
+    @Test("random logs of inserts, overwrites, deletes, range deletes and aborted transactions: every index stays exact; a stale-entry defect is caught",
+          arguments: BundledEngines.all)
+    func differential(kind: EngineKind) throws {
+        for broken in [false, true] {
+            try withStore(kind) { store, _ in
+                store.faults.keepStaleIndexEntries = broken
+                var random = SeededGenerator(seed: 0x1D_E5 + (broken ? 1 : 0))
+                var model: [Int: Member] = [:]
+                let cities = ["A", "B", "C"], tags = ["x", "y", "z", "w"]
+                func randomMember() -> Member {
+                    let id = Int.random(in: 0..<60, using: &random)
+                    return Member(id: id, email: "e\(Int.random(in: 0..<80, using: &random))",
+                                  nickname: Bool.random(using: &random) ? nil : "n\(Int.random(in: 0..<80, using: &random))",
+                                  city: cities.randomElement(using: &random)!, age: Int.random(in: 0..<5, using: &random),
+                                  tags: (0..<Int.random(in: 0..<3, using: &random)).map { _ in tags.randomElement(using: &random)! })
+                }
+                var caught = false
+                for step in 0..<60 {
+                    struct Abort: Error {}
+                    let abort = Int.random(in: 0..<6, using: &random) == 0
+                    var working = model
+                    do {
+                        try store.withTransaction { (ctx: TransactionContext) throws in
+                            for _ in 0..<Int.random(in: 1...6, using: &random) {
+                                switch Int.random(in: 0..<10, using: &random) {
+                                case 0..<6:
+                                    let m = randomMember()
+                                    do {
+                                        try ctx.insert(m)
+                                        working[m.id] = m
+                                    } catch RecordError.uniqueViolation {
+                                        let clash = working.values.contains { other in other.id != m.id &&
+                                            (other.email == m.email || (m.nickname != nil && other.nickname == m.nickname)) }
+                                        #expect(clash || broken, "a unique violation with no clash in the model")
+                                    }
+                                case 6..<8:
+                                    let id = Int.random(in: 0..<60, using: &random)
+                                    #expect(try ctx.delete(Member.self, key: EncodedIndexKey(bytes: KeyCodec.encode(id))) == (working[id] != nil))
+                                    working[id] = nil
+                                default:
+                                    let low = Int.random(in: 0..<60, using: &random)
+                                    let removed = try ctx.delete(Member.self, .all.then(Comparison.range(low..<(low + 8))))
+                                    #expect(removed == working.keys.filter { (low..<(low + 8)).contains($0) }.count)
+                                    for id in low..<(low + 8) { working[id] = nil }
+                                }
+                            }
+                            if abort { throw Abort() }
+                        }
+                        model = working
+                    } catch is Abort {}
+                    let exact = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Member.self) }.allSatisfy(\.isExact)
+                    if broken {
+                        caught = caught || !exact
+                    } else {
+                        #expect(exact, "step \(step)")
+                        let stored = try store.withReadTransaction { ctx in try Member.select(in: ctx) }
+                        #expect(stored == model.values.sorted { $0.id < $1.id }, "step \(step)")
+                        let byTag = try store.withReadTransaction { ctx in try Member.byTag.select(in: ctx, .all.equal("x")).map(\.id) }
+                        #expect(byTag == model.values.filter { $0.tags.contains("x") }.map(\.id).sorted(), "step \(step)")
+                    }
+                }
+                if broken { #expect(caught, "the stale-entry defect went unnoticed") }
+            }
+        }
+    }
+
+    @Test("a keyspace with indexes lists the feature, so a build without index support refuses it")
+    func featureListed() throws {
+        try withStore(.memory) { store, _ in
+            try store.withTransaction { ctx in try ctx.insert(Self.members[0]) }
+            #expect(try store.keyspaces().first { $0.name == "Member" }?.features == ["indexes"])
+        }
+    }
+}
+
+enum SystemKeyBytes {
+    /// `00 enc("ix", keyspace, name, 1)`: the first generation's entries (RecordFormat.md, "Indexes").
+    static func entriesPrefix(_ keyspace: String, _ name: String) -> [UInt8] { [0] + KeyCodec.encode("ix", keyspace, name, 1) }
+}
