@@ -44,7 +44,7 @@
 @attached(
     extension, conformances: Record, Sendable,
     names: named(recordType), named(writeKey), named(writeFields), named(init), named(select), named(count), named(delete),
-    named(IndexKey), named(indexKey), named(fetch), named(exists), named(query)
+    named(IndexKey), named(indexKey), named(fetch), named(exists), named(query), named(indexes), arbitrary
 )
 public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: UInt32? = nil, sendable: Bool = false) =
     #externalMacro(module: "StrataMacrosPlugin", type: "IndexKeyRecordMacro")
@@ -65,3 +65,31 @@ public macro Field(_ storage: FieldStorage) = #externalMacro(module: "StrataMacr
 /// Stores a record field through `codec`, a ``StrataRecords/FieldCodec`` whose `Value` is the field's type.
 @attached(peer)
 public macro Field<C: FieldCodec>(codec: C.Type) = #externalMacro(module: "StrataMacrosPlugin", type: "FieldMacro")
+
+/// Declares a secondary index of an `@IndexKeyRecord` struct: its name, then the properties it
+/// indexes, in order. A property that is an array or set (`[T]`, `Set<T>`) gets one entry per
+/// element. `unique: true` refuses two records with the same values (``StrataRecords/RecordError/uniqueViolation(type:index:value:)``;
+/// `nil` values are exempt); `covering: true` stores the record in each entry.
+///
+/// ```swift
+/// @IndexKeyRecord("id")
+/// @Index("byEmail", "email", unique: true)
+/// @Index("byCityAge", "city", "age")
+/// @Index("byTag", "tags")
+/// struct Member {
+///     let id: Int
+///     var email: String
+///     var city: String
+///     var age: Int
+///     var tags: [String]
+/// }
+/// try Member.byCityAge.select(in: ctx, city: "Paris", age: .lessThan(30))
+/// try Member.byEmail.fetch(in: ctx, email: "korben@taxi.nyc")
+/// ```
+///
+/// The macro adds a static property named after the index, whose `select`, `count` and (unique
+/// indexes) `fetch` take the index's components with the key's rules, and `indexes`, the list
+/// ``StrataRecords/Record/indexes`` the record layer maintains. See ``StrataRecords/RecordIndex``.
+@attached(peer)
+public macro Index(_ name: String, _ properties: String..., unique: Bool = false, covering: Bool = false) =
+    #externalMacro(module: "StrataMacrosPlugin", type: "IndexMacro")

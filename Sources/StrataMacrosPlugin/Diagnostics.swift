@@ -15,6 +15,13 @@ enum RecordDiagnostic: DiagnosticMessage {
     case conditionalProperty
     case fieldAttributeOnKey(String)
     case fieldAttributeArgument
+    case indexArguments
+    case indexNameNotAnIdentifier(String)
+    case duplicateIndex(String)
+    case indexComponentNotStored(String, String, String)
+    case indexOnEncodedField(String, String)
+    case twoMultiValued(String)
+    case indexComponentTwice(String, String)
 
     var message: String {
         switch self {
@@ -32,6 +39,16 @@ enum RecordDiagnostic: DiagnosticMessage {
         case let .fieldAttributeOnKey(name):
             return "'\(name)' is a key component, stored by the key codec: @Field applies to fields only"
         case .fieldAttributeArgument: return "@Field takes .json or codec: SomeCodec.self"
+        case .indexArguments:
+            return "@Index takes the index's name and its properties as string literals, then unique: and covering: as true or false, e.g. @Index(\"byEmail\", \"email\", unique: true)"
+        case let .indexNameNotAnIdentifier(name):
+            return "index name '\(name)' must be a Swift identifier: it names the static property the index is queried through"
+        case let .duplicateIndex(name): return "two indexes are named '\(name)'"
+        case let .indexComponentNotStored(index, name, type): return "index '\(index)': '\(name)' is not a stored property of \(type)"
+        case let .indexOnEncodedField(index, name):
+            return "index '\(index)': '\(name)' is stored through @Field, so its values have no key encoding; index a property whose type is a KeyComponent"
+        case let .twoMultiValued(index): return "index '\(index)': at most one component may be an array or set (one entry per element)"
+        case let .indexComponentTwice(index, name): return "index '\(index)' names '\(name)' twice"
         }
     }
 

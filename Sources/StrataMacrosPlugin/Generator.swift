@@ -11,6 +11,8 @@ struct Generator {
     let access: String
     /// Whether the attribute asks for `Sendable` conformances (`sendable: true`).
     let sendable: Bool
+    /// The struct's `@Index` attributes.
+    let indexes: [IndexDeclaration]
 
     func extensionSource(for type: String) -> String {
         var lines = ["extension \(type): Strata.Record\(sendable ? ", Sendable" : "") {"]
@@ -47,8 +49,78 @@ struct Generator {
         }
         lines.append("    }")
         lines += queries()
+        lines += indexDeclarations(for: type)
         lines.append("}")
         return lines.joined(separator: "\n")
+    }
+
+    /// For each `@Index`: a struct holding the ``RecordIndex`` with typed queries on its
+    /// components (the key's shapes and rules), a static property of it, and `indexes`.
+    private func indexDeclarations(for type: String) -> [String] {
+        guard !indexes.isEmpty else { return [] }
+        var lines: [String] = [""]
+        let ctx = "in __ctx: Strata.TransactionContext"
+        let paging = "limit __limit: Int? = nil, order __order: Strata.Order? = nil"
+        for index in indexes {
+            let wrapper = index.name.prefix(1).uppercased() + index.name.dropFirst() + "Index"
+            let components = index.components.map { component in
+                component.multiValued ? ".each(\(literal(component.name)), \\\(type).\(component.name))"
+                    : ".field(\(literal(component.name)), \\\(type).\(component.name))"
+            }.joined(separator: ", ")
+            let options = (index.unique ? ", unique: true" : "") + (index.covering ? ", covering: true" : "")
+            let pagingFirst = !index.components.contains { $0.name == "limit" || $0.name == "order" }
+            func selectParameters(_ given: String) -> String { pagingFirst ? "\(paging), \(given)" : "\(given), \(paging)" }
+            lines.append("    /// The index `\(index.name)`: typed queries on \(index.components.map(\.name).joined(separator: ", ")).")
+            lines.append("    \(access)struct \(wrapper): Sendable {")
+            lines.append("        \(access)let index = Strata.RecordIndex<\(type)>(\(literal(index.name)), \(components)\(options))")
+            for length in 1...index.components.count {
+                let leading = index.components.prefix(length - 1)
+                let last = index.components[length - 1]
+                let plain = leading.map { "\($0.name): \($0.element)" }
+                let chain = "Strata.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
+                let comparison = (plain + ["\(last.name): Strata.Comparison<\(last.element)>"]).joined(separator: ", ")
+                let equal = (plain + ["\(last.name): \(last.element)"]).joined(separator: ", ")
+                for (parameters, query) in [(comparison, chain + ".then(\(last.name))"), (equal, chain + ".equal(\(last.name))")] {
+                    lines.append("        \(access)func select(\(ctx), \(selectParameters(parameters))) throws -> [\(type)] {")
+                    lines.append("            try index.select(in: __ctx, \(query), limit: __limit, order: __order)")
+                    lines.append("        }")
+                    lines.append("        \(access)func count(\(ctx), \(parameters)) throws -> Int {")
+                    lines.append("            try index.count(in: __ctx, \(query))")
+                    lines.append("        }")
+                }
+            }
+            for start in 1..<max(index.components.count, 1) {
+                let skipped = index.components.prefix(start).map(\.name).joined(separator: ", ")
+                let message = literal("a query on index \(index.name) gives its components in order without skipping any: add \(skipped) first")
+                for end in (start + 1)...index.components.count {
+                    let given = index.components[start..<end]
+                    let plainLast = given.map { "\($0.name): \($0.element)" }.joined(separator: ", ")
+                    let comparedLast = (given.dropLast().map { "\($0.name): \($0.element)" } + ["\(given.last!.name): Strata.Comparison<\(given.last!.element)>"])
+                        .joined(separator: ", ")
+                    for shape in [plainLast, comparedLast] {
+                        lines.append("        @available(*, unavailable, message: \(message))")
+                        lines.append("        \(access)func select(\(ctx), \(selectParameters(shape))) throws -> [\(type)] { fatalError() }")
+                        lines.append("        @available(*, unavailable, message: \(message))")
+                        lines.append("        \(access)func count(\(ctx), \(shape)) throws -> Int { fatalError() }")
+                    }
+                }
+            }
+            let whole = index.components.map { "\($0.name): \($0.element)" }.joined(separator: ", ")
+            let wholeQuery = "Strata.RecordQuery.all" + index.components.map { ".equal(\($0.name))" }.joined()
+            if index.unique {
+                lines.append("        \(access)func fetch(\(ctx), \(whole)) throws -> \(type)? {")
+                lines.append("            try index.fetch(in: __ctx, \(wholeQuery))")
+                lines.append("        }")
+            } else {
+                let message = literal("fetch needs a unique index: \(index.name) is not unique (declare it with unique: true, or use select)")
+                lines.append("        @available(*, unavailable, message: \(message))")
+                lines.append("        \(access)func fetch(\(ctx), \(whole)) throws -> \(type)? { fatalError() }")
+            }
+            lines.append("    }")
+            lines.append("    \(access)static let \(index.name) = \(wrapper)()")
+        }
+        lines.append("    \(access)static let indexes: [Strata.RecordIndex<\(type)>] = [" + indexes.map { "\($0.name).index" }.joined(separator: ", ") + "]")
+        return lines
     }
 
     /// The record's complete key as a value (Empire's `IndexKey`), and the record's own.
@@ -155,7 +227,9 @@ struct Generator {
         // A query on a field: only the key can be queried.
         let keyNames = keys.map(\.name).joined(separator: ", ")
         for field in fields where !keys.contains(where: { $0.name == field.name }) {
-            let message = literal("'\(field.name)' is a field, not part of the key: queries select by the key (\(keyNames))")
+            let indexed = indexes.first { $0.components.first?.name == field.name }
+            let message = literal("'\(field.name)' is a field, not part of the key: queries select by the key (\(keyNames))"
+                + (indexed.map { ", or through its index: \($0.name).select(in:\($0.components[0].name):)" } ?? ""))
             let parameter = "\(field.name): \(field.type)"
             lines.append("    @available(*, unavailable, message: \(message))")
             lines.append("    \(access)static func select(\(ctx), \(selectParameters(parameter))) throws -> [Self] { fatalError() }")

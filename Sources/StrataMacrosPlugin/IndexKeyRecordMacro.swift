@@ -5,11 +5,18 @@ import SwiftSyntaxMacros
 
 @main
 struct StrataMacrosPlugin: CompilerPlugin {
-    let providingMacros: [Macro.Type] = [IndexKeyRecordMacro.self, FieldMacro.self]
+    let providingMacros: [Macro.Type] = [IndexKeyRecordMacro.self, FieldMacro.self, IndexMacro.self]
 }
 
 /// `@Field(.json)`, `@Field(codec: C.self)`: a marker read by `@IndexKeyRecord`; adds nothing itself.
 public struct FieldMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] { [] }
+}
+
+/// `@Index("byEmail", "email", unique: true)`: a marker read by `@IndexKeyRecord`; adds nothing itself.
+public struct IndexMacro: PeerMacro {
     public static func expansion(
         of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] { [] }
@@ -56,6 +63,7 @@ public struct IndexKeyRecordMacro: ExtensionMacro {
             keys.append(property)
         }
         let fields = properties.filter { !seen.contains($0.name) }
+        guard let indexes = IndexDeclaration.all(on: structDecl, properties: properties, context) else { return [] }
         let typeName = type.tokens(viewMode: .sourceAccurate).map(\.text).joined()
         let keyspace = arguments.keyspace ?? typeName
         // Without an explicit version, the version is derived at run time from the field formats;
@@ -65,7 +73,7 @@ public struct IndexKeyRecordMacro: ExtensionMacro {
         let modifiers = structDecl.modifiers.map(\.name.text)
         let access = modifiers.contains("public") || modifiers.contains("open") ? "public " : modifiers.contains("package") ? "package " : ""
         let source = Generator(keys: keys, fields: fields, keyspace: keyspace, version: arguments.version, formatOneVersion: formatOneVersion,
-                               access: access, sendable: arguments.sendable)
+                               access: access, sendable: arguments.sendable, indexes: indexes)
             .extensionSource(for: typeName)
         return [try ExtensionDeclSyntax("\(raw: source)")]
     }
@@ -236,5 +244,99 @@ enum SchemaVersion {
         }
         let folded = UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
         return folded == 0 ? 1 : folded
+    }
+}
+
+/// One `@Index(…)` on the struct.
+struct IndexDeclaration {
+    /// One indexed property; an array or set (by its spelling: `[T]`, `Array<T>`, `Set<T>`,
+    /// `ContiguousArray<T>`) is multi-valued, one entry per element of type `element`.
+    struct Component {
+        let name: String
+        let element: String
+        let multiValued: Bool
+    }
+
+    let name: String
+    let components: [Component]
+    let unique: Bool
+    let covering: Bool
+
+    /// The struct's `@Index` attributes, or nil after diagnosing a malformed one.
+    static func all(on decl: StructDeclSyntax, properties: [StoredProperty], _ context: some MacroExpansionContext) -> [IndexDeclaration]? {
+        var result: [IndexDeclaration] = []
+        for element in decl.attributes {
+            guard let attribute = element.as(AttributeSyntax.self) else { continue }
+            let attributeName = attribute.attributeName.tokens(viewMode: .sourceAccurate).map(\.text).joined()
+            guard attributeName == "Index" || attributeName.hasSuffix(".Index") else { continue }
+            func fail(_ message: RecordDiagnostic, at node: some SyntaxProtocol) -> [IndexDeclaration]? {
+                context.diagnose(Diagnostic(node: Syntax(node), message: message))
+                return nil
+            }
+            var strings: [(String, StringLiteralExprSyntax)] = []
+            var unique = false, covering = false
+            for argument in attribute.arguments?.as(LabeledExprListSyntax.self) ?? [] {
+                switch argument.label?.text {
+                case nil:
+                    guard let literal = argument.expression.as(StringLiteralExprSyntax.self), let text = literal.representedLiteralValue, !text.isEmpty else {
+                        return fail(.indexArguments, at: argument.expression)
+                    }
+                    strings.append((text, literal))
+                case "unique", "covering":
+                    guard let literal = argument.expression.as(BooleanLiteralExprSyntax.self) else { return fail(.indexArguments, at: argument.expression) }
+                    let value = literal.literal.tokenKind == .keyword(.true)
+                    if argument.label?.text == "unique" { unique = value } else { covering = value }
+                default:
+                    return fail(.indexArguments, at: argument)
+                }
+            }
+            guard strings.count >= 2 else { return fail(.indexArguments, at: attribute) }
+            let name = strings[0].0
+            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !name.first!.isNumber else {
+                return fail(.indexNameNotAnIdentifier(name), at: strings[0].1)
+            }
+            if result.contains(where: { $0.name == name }) { return fail(.duplicateIndex(name), at: strings[0].1) }
+            var components: [Component] = []
+            for (property, literal) in strings.dropFirst() {
+                guard let stored = properties.first(where: { $0.name == property }) else {
+                    return fail(.indexComponentNotStored(name, property, decl.name.text), at: literal)
+                }
+                if components.contains(where: { $0.name == property }) { return fail(.indexComponentTwice(name, property), at: literal) }
+                if stored.storage != .value { return fail(.indexOnEncodedField(name, property), at: literal) }
+                if let element = Self.element(ofCollection: stored.type) {
+                    if components.contains(where: \.multiValued) { return fail(.twoMultiValued(name), at: literal) }
+                    components.append(Component(name: property, element: element, multiValued: true))
+                } else {
+                    components.append(Component(name: property, element: stored.type, multiValued: false))
+                }
+            }
+            result.append(IndexDeclaration(name: name, components: components, unique: unique, covering: covering))
+        }
+        return result
+    }
+
+    /// `T` for `[T]`, `Array<T>`, `Set<T>` and `ContiguousArray<T>` (as spelled, without spaces).
+    static func element(ofCollection type: String) -> String? {
+        if type.hasPrefix("["), type.hasSuffix("]"), !Self.hasTopLevelColon(type.dropFirst().dropLast()) {
+            return String(type.dropFirst().dropLast())
+        }
+        for generic in ["Array<", "Set<", "ContiguousArray<", "Swift.Array<", "Swift.Set<"] where type.hasPrefix(generic) && type.hasSuffix(">") {
+            return String(type.dropFirst(generic.count).dropLast())
+        }
+        return nil
+    }
+
+    /// Whether a `:` appears outside brackets (a dictionary type `[K: V]`).
+    private static func hasTopLevelColon(_ text: Substring) -> Bool {
+        var depth = 0
+        for character in text {
+            switch character {
+            case "[", "<", "(": depth += 1
+            case "]", ">", ")": depth -= 1
+            case ":" where depth == 0: return true
+            default: break
+            }
+        }
+        return false
     }
 }

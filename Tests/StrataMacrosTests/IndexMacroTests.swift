@@ -1,0 +1,54 @@
+import Foundation
+import Strata
+import Testing
+
+@IndexKeyRecord("id", keyspace: "macro-member")
+@Index("byEmail", "email", unique: true)
+@Index("byCityAge", "city", "age")
+@Index("byTag", "tags")
+@Index("byAge", "age", covering: true)
+struct IndexedMember: Equatable {
+    let id: Int
+    var email: String
+    var city: String
+    var age: Int
+    var tags: Set<String>
+}
+
+@Suite("@Index: indexes declared on the type, queried through typed members")
+struct IndexMacroTests {
+    static let members = [
+        IndexedMember(id: 1, email: "korben@taxi.nyc", city: "New York", age: 45, tags: ["pilot", "taxi"]),
+        IndexedMember(id: 2, email: "leeloo@fhloston.space", city: "New York", age: 25, tags: ["supreme"]),
+        IndexedMember(id: 3, email: "ruby@rhod.fm", city: "Fhloston", age: 30, tags: []),
+        IndexedMember(id: 4, email: "vito@temple.org", city: "Paris", age: 65, tags: ["priest", "taxi"]),
+    ]
+
+    @Test("the generated indexes are maintained and queried with the key's shapes", arguments: Engines.allCases)
+    func typedIndexQueries(engine: Engines) throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try engine.open(path)
+        defer { try? store.close() }
+        #expect(IndexedMember.indexes.map(\.name) == ["byEmail", "byCityAge", "byTag", "byAge"])
+        #expect(IndexedMember.byTag.index.components.map(\.isMultiValued) == [true])
+        try store.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
+        try store.withTransaction { (ctx: TransactionContext) throws in
+            #expect(try IndexedMember.byEmail.fetch(in: ctx, email: "ruby@rhod.fm")?.id == 3)
+            #expect(try IndexedMember.byCityAge.select(in: ctx, city: "New York").map(\.id) == [2, 1])
+            #expect(try IndexedMember.byCityAge.select(in: ctx, city: "New York", age: .lessThan(40)).map(\.id) == [2])
+            #expect(try IndexedMember.byCityAge.select(in: ctx, limit: 1, city: .greaterThan("G")).map(\.id) == [2])
+            #expect(try IndexedMember.byCityAge.count(in: ctx, city: "Paris", age: 65) == 1)
+            #expect(try IndexedMember.byTag.select(in: ctx, tags: "taxi").map(\.id) == [1, 4])
+            #expect(try IndexedMember.byAge.select(in: ctx, age: .range(26..<50)) == [Self.members[2], Self.members[0]])
+            #expect(throws: RecordError.uniqueViolation(type: "IndexedMember", index: "byEmail", value: "\"ruby@rhod.fm\"")) {
+                try ctx.insert(IndexedMember(id: 9, email: "ruby@rhod.fm", city: "X", age: 1, tags: []))
+            }
+            var korben = Self.members[0]
+            korben.tags = ["hero"]
+            try korben.insert(in: ctx)
+            #expect(try IndexedMember.byTag.select(in: ctx, tags: "taxi").map(\.id) == [4])
+            #expect(try ctx.verifyIndexes(IndexedMember.self).allSatisfy(\.isExact))
+        }
+    }
+}
