@@ -27,9 +27,8 @@ enum FormatUpgrade {
     static let jobName = "format-2"
     /// Formats this build upgrades from.
     static let upgradable: Set<UInt32> = [1]
-    /// At most this many records, and about this long, per batch (and within the engine's limits).
-    static let defaultBatchSize = 1_000
-    static let batchDuration: Duration = .milliseconds(50)
+    /// At most this many records per batch (and about 50 ms, within the engine's limits: ``JobBatch``).
+    static let defaultBatchSize = JobBatch.defaultSize
 
     static func run(_ engine: any KeyValueEngine, batchSize requested: Int = defaultBatchSize,
                     onBatch: (FormatUpgradeReport) -> Void = { _ in }) throws -> FormatUpgradeReport? {
@@ -55,31 +54,15 @@ enum FormatUpgrade {
         }
         guard fromFormat != nil else { return nil }
 
-        // 2. Batches, each reading the progress in its own transaction: two processes upgrading
-        //    at once take turns and never convert a record twice.
-        var batchSize = max(1, requested)
-        if let limit = engine.limits.maxOperationsPerTransaction { batchSize = max(1, min(batchSize, limit - 2)) }
-        let byteBudget = engine.limits.maxBytesPerTransaction.map { $0 / 2 }
+        // 2. Batches (``JobBatch``), each reading the progress in its own transaction: two
+        //    processes upgrading at once take turns and never convert a record twice.
+        let batching = JobBatch(engine: engine, requested: requested)
         while true {
             let outcome: (report: FormatUpgradeReport, finished: Bool)? = try engine.write { tx in
                 guard let stored = try tx.get(job) else { return nil }
                 var progress = try Progress(decoding: stored)
                 let keyspaces = Set(try tx.keys(SystemKey.keyspaces).map(keyspaceName(ofCatalogKey:)))
-                let lower: KeyBound = progress.after.isEmpty ? SystemKey.nonSystem.lower : .exclusive(progress.after)
-                // Copied out first: an engine lends its bytes only inside the scan.
-                var batch: [(key: [UInt8], value: [UInt8])] = []
-                var bytes = 0
-                let deadline = ContinuousClock.now + batchDuration
-                var exhausted = true
-                try tx.scan(KeyRange(lower: lower, upper: .unbounded), reverse: false, limit: nil) { key, value in
-                    if batch.count == batchSize || ContinuousClock.now > deadline || byteBudget.map({ bytes > $0 }) == true {
-                        exhausted = false
-                        return false
-                    }
-                    batch.append((Array(key), Array(value)))
-                    bytes += key.count + value.count
-                    return true
-                }
+                let (batch, exhausted) = try batching.next(in: tx, SystemKey.nonSystem, after: progress.after.isEmpty ? nil : progress.after)
                 for (key, value) in batch {
                     guard let keyspace = try? recordKeyspace(of: key), keyspaces.contains(keyspace) else {
                         progress.report.untouched += 1

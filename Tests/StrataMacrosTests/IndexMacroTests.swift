@@ -48,7 +48,7 @@ struct IndexMacroTests {
             korben.tags = ["hero"]
             try korben.insert(in: ctx)
             #expect(try IndexedMember.byTag.select(in: ctx, tags: "taxi").map(\.id) == [4])
-            #expect(try ctx.verifyIndexes(IndexedMember.self).allSatisfy(\.isExact))
+            #expect(try ctx.verifyIndexes(IndexedMember.self).allSatisfy { $0.isExact })
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import StrataBundledEngines
 import StrataEngine
 import StrataKeyCodec
+import StrataMemory
 import Testing
 
 /// A record with one index of every kind: unique (with optional values), composite, multi-valued
@@ -219,11 +220,16 @@ struct IndexTests {
         #expect(throws: RecordError.indexNotReady(type: "Member", index: "byTag", state: .writeOnly)) {
             try store.withReadTransaction { ctx in try Member.byTag.count(in: ctx) }
         }
-        var batches: [IndexBuildReport] = []
-        let report = try store.buildIndexes(Member.self, batchSize: 100) { batches.append($0) }
+        let seen = Seen()
+        let job = store.prepare(Member.self, batchSize: 100) { seen.add($0) }
+        let report = try job.wait()
         #expect(Set(report.built) == Set(Member.indexes.map(\.name)))
         #expect(report.recordsIndexed == 251 * Member.indexes.count)
-        #expect(batches.count == report.batches && report.batches >= 15)
+        #expect(seen.all.count == report.batches && report.batches >= 15)
+        // Progress counts up to the total: 251 records, once per index built.
+        #expect(seen.all.last?.done == 251 * Member.indexes.count && seen.all.last?.total == 251 * Member.indexes.count)
+        #expect(seen.all.map(\.done) == seen.all.map(\.done).sorted())
+        #expect(job.progress.phase == "done" && job.isFinished)
         try expectExact(store, "after the build")
         try store.withReadTransaction { (ctx: TransactionContext) throws in
             #expect(try Member.byEmail.fetch(in: ctx, .all.equal("m5-moved@x"))?.id == 5)
@@ -231,7 +237,7 @@ struct IndexTests {
             #expect(try Member.byCityAge.count(in: ctx, .all.equal("C1")) == 37)
         }
         // Nothing left to do.
-        #expect(try store.buildIndexes(Member.self).batches == 0)
+        #expect(try store.prepare(Member.self).wait().batches == 0)
     }
 
     @Test("an index the type stops declaring is disabled at the next write and cleared by the next build; declared again, it is rebuilt",
@@ -244,16 +250,16 @@ struct IndexTests {
         try indexed.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
         let plain = try Store(engine: engine)
         try plain.withTransaction { ctx in try ctx.insert(PlainMember(Member(id: 6, email: "ruby@rhod.fm", city: "X", age: 1))) }
-        let cleared = try plain.buildIndexes(PlainMember.self)
+        let cleared = try plain.prepare(PlainMember.self).wait()
         #expect(cleared.entriesCleared > 0)
         #expect(try engine.read { tx in try tx.keys(KeyRange.components(prefix: [0] + KeyCodec.encode("ix")), limit: 1) }.isEmpty)
         // Member again (a third store: its own catalog): the duplicate email stops the build.
         let again = try Store(engine: engine)
         #expect(throws: RecordError.uniqueViolation(type: "Member", index: "byEmail", value: "\"ruby@rhod.fm\"")) {
-            try again.buildIndexes(Member.self)
+            try again.prepare(Member.self).wait()
         }
         try again.withTransaction { ctx in try ctx.delete(Member.self, key: EncodedIndexKey(bytes: KeyCodec.encode(6))) }
-        try again.buildIndexes(Member.self)
+        try again.prepare(Member.self).wait()
         try expectExact(again)
         try engine.close()
     }
@@ -308,11 +314,12 @@ struct IndexTests {
                         }
                         model = working
                     } catch is Abort {}
-                    let exact = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Member.self) }.allSatisfy(\.isExact)
+                    let verification = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Member.self) }
+                    let exact = verification.allSatisfy { $0.isExact }
                     if broken {
                         caught = caught || !exact
                     } else {
-                        #expect(exact, "step \(step)")
+                        #expect(exact, "step \(step): \(verification.map { ($0.index, $0.isExact, $0.missingCount, $0.staleCount) })")
                         let stored = try store.withReadTransaction { ctx in try Member.select(in: ctx) }
                         #expect(stored == model.values.sorted { $0.id < $1.id }, "step \(step)")
                         let byTag = try store.withReadTransaction { ctx in try Member.byTag.select(in: ctx, .all.equal("x")).map(\.id) }
@@ -333,7 +340,101 @@ struct IndexTests {
     }
 }
 
+/// Progress reports seen by a job's callback.
+final class Seen: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [PreparationProgress] = []
+    func add(_ progress: PreparationProgress) { lock.withLock { list.append(progress) } }
+    var all: [PreparationProgress] { lock.withLock { list } }
+}
+
 enum SystemKeyBytes {
     /// `00 enc("ix", keyspace, name, 1)`: the first generation's entries (RecordFormat.md, "Indexes").
     static func entriesPrefix(_ keyspace: String, _ name: String) -> [UInt8] { [0] + KeyCodec.encode("ix", keyspace, name, 1) }
+}
+
+/// Gauge at version 1: a reading in whole degrees.
+struct GaugeV1: Record {
+    var id: Int
+    var degrees: Int
+    static let recordType = RecordType(keyspace: "Gauge", version: 1, key: [("id", Int.self)])
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(degrees) }
+    init(id: Int, degrees: Int) { (self.id, self.degrees) = (id, degrees) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); degrees = try fields.read() }
+}
+
+/// Gauge at version 0: no migration leads from it.
+struct GaugeV0: Record {
+    var id: Int
+    static let recordType = RecordType(keyspace: "Gauge", version: 0, key: [("id", Int.self)])
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) {}
+    init(id: Int) { self.id = id }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read() }
+}
+
+/// Gauge at version 2: a Double, with an index on it; migrates version 1.
+struct GaugeV2: Record, Equatable {
+    var id: Int
+    var celsius: Double
+    static let recordType = RecordType(keyspace: "Gauge", version: 2, key: [("id", Int.self)])
+    static let byCelsius = RecordIndex<GaugeV2>("byCelsius", .field("celsius", \.celsius))
+    static let indexes = [byCelsius]
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(celsius) }
+    init(id: Int, celsius: Double) { (self.id, self.celsius) = (id, celsius) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); celsius = try fields.read() }
+    static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> GaugeV2? {
+        guard version == 1 else { return nil }
+        let old = try GaugeV1(key: &key, fields: &fields)
+        return GaugeV2(id: old.id, celsius: Double(old.degrees))
+    }
+}
+
+@Suite("Preparation: index builds and record migrations as one online job")
+struct MigrationJobTests {
+    @Test("prepare rewrites older records through migrate, keeps the index, and reports the unconvertible ones", arguments: BundledEngines.all)
+    func migration(kind: EngineKind) async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = try kind.configuration(path: dir.path).open(EngineOptions())
+        try await Store(engine: engine).withTransaction { ctx in for id in 0..<300 { try ctx.insert(GaugeV1(id: id, degrees: id % 40)) } }
+        try await Store(engine: engine).withTransaction { ctx in for id in [1_000, 1_001] { try ctx.insert(GaugeV0(id: id)) } }
+        let store = try Store(engine: engine)
+        defer { try? store.close() }
+        let report = try await store.prepare(GaugeV2.self, batchSize: 64).report
+        #expect(report.built == ["byCelsius"])
+        #expect(report.migrated == 300)
+        #expect(report.unconvertible == 2 && report.firstUnconvertibleKeys == [1_000, 1_001].map { KeyCodec.encode("Gauge", $0) })
+        try await store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try GaugeV2.byCelsius.count(in: ctx, .all.equal(7.0)) == 8)
+            #expect(try ctx.verifyIndexes(GaugeV2.self).allSatisfy { $0.isExact })
+            // Every convertible record is now stored under version 2.
+        }
+        let versions = try await store.engine.read { tx in try tx.pairs(KeyRange.components(prefix: KeyCodec.encode("Gauge"))).map { $0.value.first! } }
+        #expect(versions.filter { $0 == 2 }.count == 300 && versions.filter { $0 == 0 }.count == 2)
+        // Again: nothing to build; the migration pass finds only the two unconvertible records.
+        let again = try store.prepare(GaugeV2.self).wait()
+        #expect(again.migrated == 0 && again.unconvertible == 2 && again.built.isEmpty)
+    }
+
+    @Test("a cancelled preparation stops after its batch; the next one continues from the stored position")
+    func cancelAndResume() throws {
+        let engine = CountingEngine(MemoryEngine())
+        try Store(engine: engine).withTransaction { ctx in for id in 0..<2_000 { try ctx.insert(GaugeV1(id: id, degrees: id % 40)) } }
+        let store = try Store(engine: engine)
+        let job = store.prepare(GaugeV2.self, batchSize: 100) { progress in
+            if progress.done >= 300 { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        while job.progress.done < 300 { Thread.sleep(forTimeInterval: 0.001) }
+        job.cancel()
+        let first = try job.wait()
+        #expect(first.built.isEmpty && first.recordsIndexed < 2_000, "stopped early: \(first.recordsIndexed)")
+        #expect(job.progress.phase == "cancelled")
+        let second = try store.prepare(GaugeV2.self, batchSize: 100).wait()
+        #expect(first.recordsIndexed + second.recordsIndexed == 2_000, "no record indexed twice or skipped")
+        #expect(second.built == ["byCelsius"] && second.migrated == 2_000)
+        try store.close()
+    }
 }

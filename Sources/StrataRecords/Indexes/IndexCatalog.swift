@@ -7,12 +7,12 @@ public enum IndexState: UInt8, Sendable, Hashable, CustomStringConvertible {
     case writeOnly = 0
     /// Complete and maintained: queries use it.
     case readable = 1
-    /// No longer declared by the record type: not maintained; cleared by the next build.
+    /// No longer declared by the record type: not maintained; cleared by the next `Store.prepare`.
     case disabled = 2
 
     public var description: String {
         switch self {
-        case .writeOnly: return "write-only (not built yet: run Store.buildIndexes)"
+        case .writeOnly: return "write-only (not built yet: run Store.prepare)"
         case .readable: return "readable"
         case .disabled: return "disabled"
         }
@@ -28,7 +28,7 @@ struct StoredIndex: Equatable {
     var generation: Int
     var state: IndexState
     var definition: IndexDefinition
-    /// Older generations whose entries are still stored (cleared by the next build).
+    /// Older generations whose entries are still stored (cleared by the next `Store.prepare`).
     var retired: [Int] = []
 
     func encoded() -> [UInt8] {

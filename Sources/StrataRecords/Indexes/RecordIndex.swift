@@ -35,9 +35,9 @@ import StrataKeyCodec
 ///   multi-valued.
 /// - **States**: an index declared on an empty keyspace is readable at once. One added to a
 ///   keyspace that already holds records is *write-only* (maintained, but queries throw
-///   ``RecordError/indexNotReady(type:index:state:)``) until ``Store/buildIndexes(_:batchSize:)``
+///   ``RecordError/indexNotReady(type:index:state:)``) until ``Store/prepare(_:batchSize:onBatch:)``
 ///   has built it. An index the type no longer declares is *disabled* at the next write (its
-///   entries are no longer maintained) and cleared by the next build.
+///   entries are no longer maintained) and cleared by the next `Store.prepare`.
 public struct RecordIndex<R: Record>: Sendable {
     /// The index's name, unique within the record type; part of every entry key.
     public let name: String
