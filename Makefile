@@ -19,6 +19,7 @@ test: deps
 	.build/debug/strata conformance --engine all
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
 	.build/debug/strata crash-test --engine all --kills 20
+	.build/debug/strata prepare-crash-test --engine all --kills 20
 
 # Installs the Debian packages that are missing (apt-get update only when something is): as root
 # directly, otherwise through sudo; without sudo it names the packages to install and stops.
@@ -46,10 +47,11 @@ bench-long: deps
 	swift build -c release --product strata
 	.build/release/strata bench --records 1000000 --output bench-results-1m
 
-# The long crash run: 1,000 SIGKILLs per engine, with totals.
+# The long crash runs: 1,000 SIGKILLs per engine during commits, 200 during index builds and migrations.
 crash: deps
 	swift build -c release --product strata
 	.build/release/strata crash-test --engine all --kills 1000
+	.build/release/strata prepare-crash-test --engine all --kills 200
 
 clean:
 	rm -rf .build

@@ -52,3 +52,24 @@ struct CrashHarnessTests {
         #expect(run.output.contains(fault == "partial" ? "0 lost, 2 partial" : "2 lost, 0 partial"), "\(run.output)")
     }
 }
+
+@Suite("Crash harness for online jobs")
+struct PrepareCrashHarnessTests {
+    @Test("kill -9 during an index build and a migration, on every persistent engine: nothing lost, duplicated or stale")
+    func killsDuringPreparation() throws {
+        let run = try runProgram(strataTool, ["prepare-crash-test", "--engine", "all", "--kills", "6", "--seed", "3"])
+        #expect(run.status == 0, "\(run.output)")
+        for engine in ["lmdb", "leveldb", "sqlite"] {
+            #expect(run.output.contains("\(engine): 6 kills ("), "\(run.output)")
+        }
+        #expect(run.output.contains("in build") && run.output.contains("in migration"), "kills land in both phases: \(run.output)")
+    }
+
+    @Test("the harness reports a lost record and a stale index entry", arguments: ["lost", "stale"])
+    func harnessCanFail(fault: String) throws {
+        let run = try runProgram(strataTool, ["prepare-crash-test", "--engine", "sqlite", "--kills", "2", "--inject-fault", fault])
+        #expect(run.status != 0, "\(run.output)")
+        #expect(run.output.contains("sqlite: 2 kills") && run.output.contains("2 with lost, duplicated or stale data"), "\(run.output)")
+        #expect(run.output.contains(fault == "lost" ? "records, expected" : "1 stale entries"), "\(run.output)")
+    }
+}

@@ -1,0 +1,191 @@
+import ArgumentParser
+import Foundation
+import StrataConformance
+import StrataEngine
+import StrataKeyCodec
+import StrataRecords
+
+// Kill -9 during online jobs: a child process prepares a record type (building a new index,
+// then migrating every record to a new version) in small batches and prints each batch it
+// committed; the driver kills it at a random moment, reopens the store, lets a preparation
+// finish, and checks that no record was lost or duplicated, every record was migrated and the
+// index equals a recomputation from the records.
+
+/// The records before: version 1, no index.
+struct CrashItemV1: Record {
+    var id: Int
+    var group: Int
+    static let recordType = RecordType(keyspace: "CrashItem", version: 1, key: [("id", Int.self)])
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(group) }
+    init(id: Int, group: Int) { (self.id, self.group) = (id, group) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); group = try fields.read() }
+}
+
+/// The records after: version 2 (the group also as text), an index on the group, a migration from 1.
+struct CrashItemV2: Record {
+    var id: Int
+    var group: Int
+    var label: String
+    static let recordType = RecordType(keyspace: "CrashItem", version: 2, key: [("id", Int.self)])
+    static let byGroup = RecordIndex<CrashItemV2>("byGroup", .field("group", \.group), .field("label", \.label))
+    static let indexes = [byGroup]
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(group); fields.write(label) }
+    init(id: Int, group: Int, label: String) { (self.id, self.group, self.label) = (id, group, label) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws {
+        id = try key.read(); group = try fields.read(); label = try fields.read()
+    }
+    static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> CrashItemV2? {
+        guard version == 1 else { return nil }
+        let old = try CrashItemV1(key: &key, fields: &fields)
+        return CrashItemV2(id: old.id, group: old.group, label: "g\(old.group)")
+    }
+}
+
+/// `strata prepare-writer`: prepares CrashItemV2 in batches of 25, printing `batch N phase` after each commit.
+struct PrepareWriter: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "prepare-writer", abstract: "Prepare a store until killed (crash-test helper).",
+                                                    shouldDisplay: false)
+    @Option var engine: EngineChoice
+    @Option var path: String
+
+    func run() throws {
+        let store = try Store(engine: try engine.open(path, EngineOptions(mode: .openExisting, durability: .full)))
+        let counter = Counter()
+        try store.prepare(CrashItemV2.self, batchSize: 25) { progress in
+            say("batch \(counter.next()) \(progress.phase)")
+        }.wait()
+        say("finished")
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int { lock.withLock { value += 1; return value } }
+}
+
+/// `strata prepare-crash-test`: SIGKILLs a preparing process at random moments; checks the store after each.
+struct PrepareCrashTest: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prepare-crash-test",
+        abstract: "Kill a process building an index and migrating records with SIGKILL; check that the finished job lost and duplicated nothing.")
+
+    @Option(help: "lmdb, leveldb, sqlite or all.") var engine: EngineChoice = .all
+    @Option(help: "Kills per engine.") var kills = 20
+    @Option(help: "Records in the store.") var records = 1_500
+    @Option(help: "Random seed for the kill moments.") var seed: UInt64 = 1
+    @Option(help: ArgumentHelp("Damage the store after each kill (proves the checks can fail): lost or stale.", visibility: .hidden))
+    var injectFault: String?
+
+    func run() throws {
+        var failed = false
+        for kind in engine.engines where kind.declaration.capabilities.contains(.persistent) {
+            var random = SeededRandom(seed: seed)
+            var phases: [String: Int] = [:]
+            var problems = 0
+            for round in 0..<kills {
+                let path = NSTemporaryDirectory() + "strata-prepare-crash-\(kind.name)-\(getpid())"
+                defer { try? FileManager.default.removeItem(atPath: path) }
+                let setup = try Store(engine: try kind.open(path, EngineOptions(mode: .create, durability: .relaxed)))
+                try setup.withTransaction { ctx in for id in 0..<records { try ctx.insert(CrashItemV1(id: id, group: id % 17)) } }
+                try setup.close()
+                // Kill after a random number of batches: 2 × records / 25 batches in all (build, then migration).
+                let target = Int.random(in: 1...(2 * records / 25), using: &random)
+                let child = try ChildProcess(["prepare-writer", "--engine", kind.name, "--path", path])
+                let lines = child.waitForLines(target, seconds: 120)
+                usleep(UInt32.random(in: 0...5_000, using: &random))
+                child.kill()
+                let phase = lines.last.map { $0.split(separator: " ").dropFirst(2).joined(separator: " ") } ?? "starting"
+                phases[phase.hasPrefix("building") ? "build" : phase.hasPrefix("migrating") ? "migration" : phase, default: 0] += 1
+                if let injectFault { try Self.damage(kind, path, injectFault) }
+                if let problem = try Self.finishAndCheck(kind, path, records: records) {
+                    say("round \(round): \(problem)")
+                    problems += 1
+                }
+            }
+            let landed = phases.sorted { $0.key < $1.key }.map { "\($0.value) in \($0.key)" }.joined(separator: ", ")
+            say("\(kind.name): \(kills) kills (\(landed)), \(problems) with lost, duplicated or stale data")
+            if problems > 0 { failed = true }
+        }
+        if failed { throw ExitCode.failure }
+    }
+
+    /// What the checks must catch: a record deleted (`lost`), or an index entry for a record that
+    /// is not there (`stale`), written underneath the record layer.
+    static func damage(_ kind: EngineKind, _ path: String, _ fault: String) throws {
+        let engine = try kind.open(path, EngineOptions(mode: .openExisting))
+        defer { try? engine.close() }
+        try engine.write { tx in
+            switch fault {
+            case "lost": try tx.delete(KeyCodec.encode("CrashItem", 7))
+            case "stale":
+                // Generation 1 of byGroup: an entry naming record 1,000,000 in group 3.
+                try tx.put([], forKey: [0] + KeyCodec.encode("ix", "CrashItem", "byGroup", 1, 3, "g3", 1_000_000))
+            default: throw ValidationError("unknown fault \(fault)")
+            }
+        }
+    }
+
+    /// Reopens the store, finishes the preparation and checks it; a description of what is wrong, or nil.
+    static func finishAndCheck(_ kind: EngineKind, _ path: String, records: Int) throws -> String? {
+        let store = try Store(engine: try kind.open(path, EngineOptions(mode: .openExisting)))
+        defer { try? store.close() }
+        let report = try store.prepare(CrashItemV2.self, batchSize: 25).wait()
+        if report.unconvertible + report.unindexed > 0 { return "\(report.unconvertible + report.unindexed) records unreadable" }
+        return try store.withReadTransaction { ctx in
+            let all = try CrashItemV2.select(in: ctx)
+            if all.count != records { return "\(all.count) records, expected \(records)" }
+            if all.map(\.id) != Array(0..<records) { return "records lost or out of order" }
+            if let wrong = all.first(where: { $0.group != $0.id % 17 || $0.label != "g\($0.group)" }) { return "record \(wrong.id) migrated wrongly" }
+            for result in try ctx.verifyIndexes(CrashItemV2.self) where !result.isExact {
+                return "index \(result.index): \(result.missingCount) missing, \(result.staleCount) stale entries"
+            }
+            let perGroup = try (0..<17).map { try CrashItemV2.byGroup.count(in: ctx, .all.equal($0)) }
+            if perGroup.reduce(0, +) != records { return "the index counts \(perGroup.reduce(0, +)) records" }
+            return nil
+        }
+    }
+}
+
+/// A child `strata` process whose output lines are collected as they come.
+final class ChildProcess: @unchecked Sendable {
+    private let process = Process()
+    private let pipe = Pipe()
+    private let lock = NSLock()
+    private var partial = ""
+    private var complete: [String] = []
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        process.arguments = arguments
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            guard let self else { return }
+            let chunk = String(decoding: handle.availableData, as: UTF8.self)
+            lock.withLock {
+                partial += chunk
+                while let newline = partial.firstIndex(of: "\n") {
+                    complete.append(String(partial[..<newline]))
+                    partial.removeSubrange(...newline)
+                }
+            }
+        }
+        try process.run()
+    }
+
+    /// Waits until the child printed `count` lines (or finished, or the time ran out); the lines so far.
+    func waitForLines(_ count: Int, seconds: Double) -> [String] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline && process.isRunning && lock.withLock({ complete.count }) < count { usleep(500) }
+        return lock.withLock { complete }
+    }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        pipe.fileHandleForReading.readabilityHandler = nil
+    }
+}
