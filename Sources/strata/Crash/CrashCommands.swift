@@ -88,64 +88,32 @@ struct CrashRounds {
     }
 }
 
-/// The writer child process and the acknowledgements it printed.
+/// The writer child process and the acknowledgements it printed (`ack N`, printed after the
+/// commit returned: only whole lines count).
 final class WriterProcess: @unchecked Sendable {
-    private let process = Process()
-    private let pipe = Pipe()
-    private let lock = NSLock()
-    private var text = ""
-    private var last: UInt64 = 0
-    private var count = 0
+    private let child: ChildProcess
 
     init(engine: EngineKind, path: String) throws {
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        process.arguments = ["crash-writer", "--engine", engine.name, "--path", path]
-        process.standardOutput = pipe
-        process.standardError = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            guard let self else { return }
-            let chunk = String(decoding: handle.availableData, as: UTF8.self)
-            lock.withLock {
-                text += chunk
-                // Only whole lines count: "ack N\n" is printed after the commit returned.
-                while let newline = text.firstIndex(of: "\n") {
-                    let line = text[..<newline]
-                    if line.hasPrefix("ack "), let seq = UInt64(line.dropFirst(4)) { last = seq; count += 1 }
-                    else if !line.isEmpty { errors.append(String(line)) }
-                    text.removeSubrange(...newline)
-                }
-            }
-        }
-        try process.run()
+        child = try ChildProcess(["crash-writer", "--engine", engine.name, "--path", path])
     }
 
-    private var errors: [String] = []
-    var output: String { lock.withLock { errors.joined(separator: "\n") } }
-    var acknowledged: UInt64 { lock.withLock { last } }
-    var acknowledgedCount: Int { lock.withLock { count } }
+    private var acks: [UInt64] {
+        child.lines.compactMap { $0.hasPrefix("ack ") ? UInt64($0.dropFirst(4)) : nil }
+    }
+    var output: String { child.lines.filter { !$0.hasPrefix("ack ") && !$0.isEmpty }.joined(separator: "\n") }
+    var acknowledged: UInt64 { acks.last ?? 0 }
+    var acknowledgedCount: Int { acks.count }
 
     func waitForAcks(_ n: Int, seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if acknowledgedCount >= n { return true }
-            if !process.isRunning { return false }
+            if !child.isRunning { return false }
             usleep(1_000)
         }
         return false
     }
 
     /// SIGKILL, then wait for the process and drain what it printed before dying.
-    func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        pipe.fileHandleForReading.readabilityHandler = nil
-        let rest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        lock.withLock {
-            text += rest
-            for line in text.split(separator: "\n") where line.hasPrefix("ack ") {
-                if let seq = UInt64(line.dropFirst(4)) { last = seq; count += 1 }
-            }
-            text = ""
-        }
-    }
+    func kill() { child.kill() }
 }

@@ -163,29 +163,37 @@ final class ChildProcess: @unchecked Sendable {
         process.standardOutput = pipe
         process.standardError = pipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            guard let self else { return }
-            let chunk = String(decoding: handle.availableData, as: UTF8.self)
-            lock.withLock {
-                partial += chunk
-                while let newline = partial.firstIndex(of: "\n") {
-                    complete.append(String(partial[..<newline]))
-                    partial.removeSubrange(...newline)
-                }
-            }
+            self?.take(handle.availableData)
         }
         try process.run()
     }
+
+    private func take(_ data: Data) {
+        lock.withLock {
+            partial += String(decoding: data, as: UTF8.self)
+            while let newline = partial.firstIndex(of: "\n") {
+                complete.append(String(partial[..<newline]))
+                partial.removeSubrange(...newline)
+            }
+        }
+    }
+
+    /// The whole lines printed so far.
+    var lines: [String] { lock.withLock { complete } }
+    var isRunning: Bool { process.isRunning }
 
     /// Waits until the child printed `count` lines (or finished, or the time ran out); the lines so far.
     func waitForLines(_ count: Int, seconds: Double) -> [String] {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline && process.isRunning && lock.withLock({ complete.count }) < count { usleep(500) }
-        return lock.withLock { complete }
+        return lines
     }
 
+    /// SIGKILL, then wait for the process and drain what it printed before dying.
     func kill() {
         Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         pipe.fileHandleForReading.readabilityHandler = nil
+        take(pipe.fileHandleForReading.readDataToEndOfFile())
     }
 }
