@@ -81,3 +81,55 @@ struct SeekTests {
         try store.close()
     }
 }
+
+/// A record with one index on a field unrelated to its key.
+struct Tagged: Record {
+    var id: Int
+    var tag: Int
+    static let recordType = RecordType(keyspace: "Tagged", version: 1, key: [("id", Int.self)])
+    static let byTag = RecordIndex<Tagged>("byTag", .field("tag", \.tag))
+    static let byTagCovering = RecordIndex<Tagged>("byTagCovering", .field("tag", \.tag), covering: true)
+    static let indexes = [byTag, byTagCovering]
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(tag) }
+    init(id: Int, tag: Int) { (self.id, self.tag) = (id, tag) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); tag = try fields.read() }
+}
+
+@Suite("Index queries seek")
+struct IndexSeekTests {
+    /// Reads of an index query on a store of `size` records: (seeks, rows, gets) for 20 matches.
+    static func reads(size: Int) throws -> [String: (seeks: Int, rows: Int, gets: Int)] {
+        // LMDB: the memory engine's sorted array makes a million inserts quadratic.
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = CountingEngine(try BundledEngines.named("lmdb")!.open(dir.path, EngineOptions(durability: .relaxed)))
+        let store = try Store(engine: engine)
+        defer { try? store.close() }
+        // Tags: 20 records carry tag -1; the rest spread over size / 20 values.
+        try store.withTransaction { ctx in
+            for id in 0..<size { try ctx.insert(Tagged(id: id, tag: id % (size / 20) == 7 ? -1 : id % 1_000)) }
+        }
+        return try store.withReadTransaction { (ctx: TransactionContext) throws in
+            var result: [String: (seeks: Int, rows: Int, gets: Int)] = [:]
+            _ = try Tagged.byTag.count(in: ctx, .all.equal(-2))  // the type's first use reads the catalog
+            for index in [Tagged.byTag, Tagged.byTagCovering] {
+                engine.counts.reset()
+                #expect(try index.select(in: ctx, .all.equal(-1)).count == 20)
+                result[index.name] = (engine.counts.seeks, engine.counts.rows, engine.counts.gets)
+            }
+            return result
+        }
+    }
+
+    @Test("an index query reads the same at 10,000 and 1,000,000 records: one seek plus the rows (and a get per row without covering)")
+    func independentOfSize() throws {
+        let small = try Self.reads(size: 10_000)
+        let large = try Self.reads(size: 1_000_000)
+        for name in ["byTag", "byTagCovering"] {
+            #expect(small[name]! == large[name]!, "\(name): \(small[name]!) at 10k, \(large[name]!) at 1M")
+        }
+        #expect(large["byTag"]! == (seeks: 1, rows: 20, gets: 20))
+        #expect(large["byTagCovering"]! == (seeks: 1, rows: 20, gets: 0))
+    }
+}
