@@ -10,6 +10,7 @@ run: deps
 	swift build -c release --product strata
 	.build/release/strata demo
 	.build/release/strata bench --output bench-results
+	.build/release/strata bench-indexes
 
 test: deps
 	swift build --build-tests
@@ -18,6 +19,7 @@ test: deps
 	bash Tests/Fixtures/check-sqlite-only.sh
 	.build/debug/strata conformance --engine all
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
+	.build/debug/strata bench-indexes --records 2000 --lookups 200
 	.build/debug/strata crash-test --engine all --kills 20
 	.build/debug/strata prepare-crash-test --engine all --kills 20
 

@@ -4,7 +4,7 @@
 #include <leveldb/c.h>
 #include <stdlib.h>
 
-typedef struct { rb_store base; leveldb_t *db; leveldb_options_t *options; leveldb_writeoptions_t *write; } leveldb_store;
+typedef struct { rb_store base; leveldb_t *db; leveldb_options_t *options; leveldb_filterpolicy_t *filter; leveldb_writeoptions_t *write; } leveldb_store;
 
 #define CHECK(err, what) do { if (err) { rb_fail("%s: %s", what, err); leveldb_free(err); return -1; } } while (0)
 
@@ -118,6 +118,7 @@ static void ldb_close(rb_store *s) {
     leveldb_store *l = (leveldb_store *)s;
     leveldb_close(l->db);
     leveldb_options_destroy(l->options);
+    leveldb_filterpolicy_destroy(l->filter);
     leveldb_writeoptions_destroy(l->write);
     free(l);
 }
@@ -129,6 +130,9 @@ rb_store *rb_leveldb_open(const char *dir, int durable) {
     l->base.ops = &leveldb_ops;
     l->options = leveldb_options_create();
     leveldb_options_set_create_if_missing(l->options, 1);
+    // The same Bloom filter as Strata's LevelDB default (10 bits per key).
+    l->filter = leveldb_filterpolicy_create_bloom(10);
+    leveldb_options_set_filter_policy(l->options, l->filter);
     l->write = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(l->write, durable);
     char *err = NULL;
@@ -137,6 +141,7 @@ rb_store *rb_leveldb_open(const char *dir, int durable) {
         rb_fail("leveldb open %s: %s", dir, err);
         leveldb_free(err);
         leveldb_options_destroy(l->options);
+    leveldb_filterpolicy_destroy(l->filter);
         leveldb_writeoptions_destroy(l->write);
         free(l);
         return NULL;

@@ -11,6 +11,15 @@ extension RecordIndex {
     /// The encoded values of `record`'s entries (each the components' encodings concatenated),
     /// distinct, with whether any component is `nil`.
     func entryValues(of record: R) -> [IndexValue] {
+        if components.count == 1 {  // the common case: the component's values are the entries
+            var values: [IndexValue] = []
+            components[0].encode(record, &values)
+            if components[0].isMultiValued {
+                var seen = Set<[UInt8]>()
+                values.removeAll { !seen.insert($0.bytes).inserted }
+            }
+            return values
+        }
         var entries = [IndexValue(bytes: [], isNil: false)]
         var values: [IndexValue] = []
         for component in components {
@@ -55,35 +64,44 @@ extension TransactionContext {
     func insertIndexed<R: Record>(_ record: R, key: [UInt8], value: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
         let primary = key[prefix(R.self).count...]
         let old = try storedRecord(R.self, key: key)
-        var plan: [(index: ActiveIndex, removed: [[UInt8]], added: [[UInt8]])] = []
+        let declared = R.indexes
+        var added: [(key: [UInt8], covering: Bool)] = []
+        var removed: [[UInt8]] = []
         for index in indexes {
-            let declaration = R.indexes[index.position]
+            let declaration = declared[index.position]
             let new = declaration.entryValues(of: record)
             let previous = old.map { Set(declaration.entryValues(of: $0).map(\.bytes)) } ?? []
-            var added: [[UInt8]] = []
             for entry in new {
-                let entryKey = index.prefix + entry.bytes + primary
+                let entryKey = Self.entryKey(index.prefix, entry.bytes, primary)
                 guard entryKey.count <= KeyLimits.maxKeyLength else {
                     throw RecordError.indexKeyTooLarge(type: "\(R.self)", index: index.name, length: entryKey.count, limit: KeyLimits.maxKeyLength)
                 }
-                if index.unique && !entry.isNil && !previous.contains(entry.bytes) {
+                let kept = previous.contains(entry.bytes)
+                if index.unique && !entry.isNil && !kept {
                     try checkUnique(R.self, index, values: entry.bytes, primary: primary) {
                         declaration.describe(record, entry: entry.bytes)
                     }
                 }
-                if index.covering || !previous.contains(entry.bytes) { added.append(entryKey) }
+                if index.covering || !kept { added.append((entryKey, index.covering)) }
             }
-            let kept = Set(new.map(\.bytes))
-            var removed = previous.filter { !kept.contains($0) }.map { index.prefix + $0 + primary }
-            if store.faults.keepStaleIndexEntries { removed = [] }
-            plan.append((index, removed, added))
+            if !previous.isEmpty && !store.faults.keepStaleIndexEntries {
+                let current = Set(new.map(\.bytes))
+                for bytes in previous where !current.contains(bytes) { removed.append(Self.entryKey(index.prefix, bytes, primary)) }
+            }
         }
         try writer.put(value, forKey: key)
-        let entryValue: [UInt8] = []
-        for (index, removed, added) in plan {
-            for entryKey in removed { try writer.delete(entryKey) }
-            for entryKey in added { try writer.put(index.covering ? value : entryValue, forKey: entryKey) }
-        }
+        for entryKey in removed { try writer.delete(entryKey) }
+        for (entryKey, covering) in added { try writer.put(covering ? value : [], forKey: entryKey) }
+    }
+
+    /// `prefix ‖ values ‖ primary`, allocated once.
+    static func entryKey(_ prefix: [UInt8], _ values: [UInt8], _ primary: ArraySlice<UInt8>) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(prefix.count + values.count + primary.count)
+        key += prefix
+        key += values
+        key += primary
+        return key
     }
 
     /// Deletes the record at `key` and its index entries; returns whether there was one.
@@ -117,8 +135,9 @@ extension TransactionContext {
     }
 
     private func deleteEntries<R: Record>(of record: R, primary: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
+        let declared = R.indexes
         for index in indexes {
-            for entry in R.indexes[index.position].entryValues(of: record) { try writer.delete(index.prefix + entry.bytes + primary) }
+            for entry in declared[index.position].entryValues(of: record) { try writer.delete(Self.entryKey(index.prefix, entry.bytes, primary)) }
         }
     }
 
