@@ -87,6 +87,9 @@ struct Generator {
                     lines.append("        \(access)func count(\(ctx), \(parameters)) throws -> Int {")
                     lines.append("            try index.count(in: __ctx, \(query))")
                     lines.append("        }")
+                    lines.append("        \(access)func query(\(parameters)) -> Strata.Query<\(type)> {")
+                    lines.append("            Strata.Query(index: index, \(query))")
+                    lines.append("        }")
                 }
             }
             for start in 1..<max(index.components.count, 1) {
@@ -102,6 +105,8 @@ struct Generator {
                         lines.append("        \(access)func select(\(ctx), \(selectParameters(shape))) throws -> [\(type)] { fatalError() }")
                         lines.append("        @available(*, unavailable, message: \(message))")
                         lines.append("        \(access)func count(\(ctx), \(shape)) throws -> Int { fatalError() }")
+                        lines.append("        @available(*, unavailable, message: \(message))")
+                        lines.append("        \(access)func query(\(shape)) -> Strata.Query<\(type)> { fatalError() }")
                     }
                 }
             }

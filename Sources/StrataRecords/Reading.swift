@@ -9,19 +9,34 @@ import StrataKeyCodec
 /// Without an explicit order a query returns the nearest records first (see ``Order``).
 public struct Query<R: Record>: Sendable {
     public let recordQuery: RecordQuery
+    /// The index the query reads (``RecordIndex/query(_:)``), or `nil` for the key.
+    public let index: RecordIndex<R>?
 
-    public init(_ recordQuery: RecordQuery = .all) { self.recordQuery = recordQuery }
+    public init(_ recordQuery: RecordQuery = .all) {
+        self.recordQuery = recordQuery
+        index = nil
+    }
+
+    /// A query on an index's components; pages continue after an index entry.
+    public init(index: RecordIndex<R>, _ recordQuery: RecordQuery = .all) {
+        self.recordQuery = recordQuery
+        self.index = index
+    }
 
     /// The order used when none is given.
     public var defaultOrder: Order { recordQuery.defaultOrder }
 
     /// The matching records, at most `limit`.
     public func select(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil) throws -> [R] {
-        try ctx.select(R.self, recordQuery, limit: limit, order: order)
+        if let index { return try index.select(in: ctx, recordQuery, limit: limit, order: order) }
+        return try ctx.select(R.self, recordQuery, limit: limit, order: order)
     }
 
-    /// How many records match.
-    public func count(in ctx: TransactionContext) throws -> Int { try ctx.count(R.self, recordQuery) }
+    /// How many records match (entries, on a multi-valued index).
+    public func count(in ctx: TransactionContext) throws -> Int {
+        if let index { return try index.count(in: ctx, recordQuery) }
+        return try ctx.count(R.self, recordQuery)
+    }
 
     /// One page: at most `limit` records after `token` (the previous page's ``Page/next``).
     ///
@@ -35,13 +50,12 @@ public struct Query<R: Record>: Sendable {
         var records: [R] = []
         records.reserveCapacity(Swift.min(limit, 1_024))
         var lastKey: [UInt8]?
-        try ctx.scanRecords(R.self, recordQuery, order: order, after: token?.position(for: R.self, query: recordQuery, order: order),
-                            limit: limit) { key, record in
+        try ctx.scanRecords(self, order: order, after: token?.position(for: self, order: order), limit: limit) { key, record in
             records.append(record)
             if records.count == limit { lastKey = key() }
             return true
         }
-        let next = lastKey.map { PageToken(R.self, query: recordQuery, order: order, key: $0) }
+        let next = lastKey.map { PageToken(self, order: order, position: $0) }
         return Page(records: records, next: next)
     }
 
@@ -85,29 +99,34 @@ public struct PageToken: Codable, Sendable, Hashable {
 
     private let version: Int
     private let keyspace: String
+    /// The index the query reads; absent for the key.
+    private let index: String?
     /// CRC-32C of the query's key ranges: a token continues only the query that made it.
     private let query: UInt32
     private let descending: Bool
-    /// The last key returned, without the keyspace prefix.
+    /// The last key returned, without the keyspace prefix (on an index: the last entry's key
+    /// without the index's prefix).
     private let after: Data
 
-    init<R: Record>(_: R.Type, query: RecordQuery, order: Order, key: [UInt8]) {
+    init<R: Record>(_ query: Query<R>, order: Order, position: [UInt8]) {
         version = Self.version
         keyspace = R.recordType.keyspace
-        self.query = query.fingerprint
+        index = query.index?.name
+        self.query = query.recordQuery.fingerprint
         descending = order == .descending
-        let prefixLength = KeyCodec.encode(R.recordType.keyspace).count
-        after = Data(key.dropFirst(prefixLength))
+        after = Data(position)
     }
 
-    /// The full key to continue after, once the token is checked against the query.
-    func position<R: Record>(for _: R.Type, query: RecordQuery, order: Order) throws -> [UInt8] {
+    /// Where to continue (a key without the keyspace prefix, or an entry key without the index's
+    /// prefix), once the token is checked against the query.
+    func position<R: Record>(for query: Query<R>, order: Order) throws -> [UInt8] {
         func refuse(_ why: String) -> RecordError { .invalidQuery(type: "\(R.self)", detail: "this page token \(why)") }
         guard version == Self.version else { throw refuse("has layout version \(version); this build reads \(Self.version)") }
         guard keyspace == R.recordType.keyspace else { throw refuse("belongs to keyspace \"\(keyspace)\"") }
-        guard self.query == query.fingerprint else { throw refuse("was made by another query") }
+        guard index == query.index?.name else { throw refuse(index.map { "was made on index \($0)" } ?? "was made on the key") }
+        guard self.query == query.recordQuery.fingerprint else { throw refuse("was made by another query") }
         guard descending == (order == .descending) else { throw refuse("was made for the \(descending ? "descending" : "ascending") order") }
-        return KeyCodec.encode(R.recordType.keyspace) + after
+        return Array(after)
     }
 }
 
@@ -133,7 +152,7 @@ public final class RecordCursor<R: Record> {
             buffer.removeAll(keepingCapacity: true)
             position = 0
             var last: [UInt8]?
-            try ctx.scanRecords(R.self, query.recordQuery, order: order, after: lastKey, limit: batchSize) { key, record in
+            try ctx.scanRecords(query, order: order, after: lastKey, limit: batchSize) { key, record in
                 buffer.append(record)
                 if buffer.count == batchSize { last = key() }
                 return true
@@ -186,20 +205,28 @@ public struct RecordStream<R: Record & Sendable>: AsyncSequence, Sendable {
 }
 
 extension TransactionContext {
-    /// Visits the records of `query` in `order`, strictly after `position` (a full key; before
-    /// it, descending), at most `limit`. `key()` copies the current record's key.
+    /// Visits the records of `query` in `order`, strictly after `position` (before it,
+    /// descending), at most `limit`. `position` and `key()` are keys without the keyspace prefix,
+    /// or on an index entry keys without the index's prefix.
     func scanRecords<R: Record>(
-        _: R.Type, _ query: RecordQuery, order: Order, after position: [UInt8]?, limit: Int?,
+        _ query: Query<R>, order: Order, after position: [UInt8]?, limit: Int?,
         _ body: (_ key: () -> [UInt8], R) throws -> Bool
     ) throws {
+        if let index = query.index {
+            return try scanIndex(index, query.recordQuery, limit: limit, order: order, after: position) { entry, _, record in
+                try body({ Array(entry) }, record())
+            }
+        }
         try prepare(R.self)
-        try validate(query, for: R.self)
-        var ranges = query.ranges(keyspacePrefix: prefix(R.self))
+        try validate(query.recordQuery, for: R.self)
+        let keyspacePrefix = prefix(R.self)
+        var ranges = query.recordQuery.ranges(keyspacePrefix: keyspacePrefix)
         if let position {
-            ranges = ranges.map { order == .ascending ? $0.above(position) : $0.below(position) }
+            let key = keyspacePrefix + position
+            ranges = ranges.map { order == .ascending ? $0.above(key) : $0.below(key) }
         }
         try scan(ranges, order: order, limit: limit) { key, value in
-            try body({ Array(key) }, try decode(R.self, key: key, value: value))
+            try body({ Array(key[keyspacePrefix.count...]) }, try decode(R.self, key: key, value: value))
         }
     }
 }

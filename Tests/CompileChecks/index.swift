@@ -23,6 +23,8 @@ func indexQueries(_ ctx: TransactionContext) throws {
     _ = try IndexedPerson.byCityAge.select(in: ctx, order: .descending, city: "x", age: .lessThan(3))
     _ = try IndexedPerson.byCityAge.count(in: ctx, city: .oneOf(["x", "y"]))
     _ = try IndexedPerson.byTag.select(in: ctx, tags: "x")
+    _ = try IndexedPerson.byCityAge.query(city: "x", age: .greaterThan(3)).page(in: ctx, limit: 10)
+    _ = IndexedPerson.byCityAge.query(age: 3) // expected-error {{a query on index byCityAge gives its components in order without skipping any: add city first}}
     // A comparison before the last component, or in fetch.
     _ = try IndexedPerson.byCityAge.select(in: ctx, city: .lessThan("x"), age: 1) // expected-error {{only the last key component of a select or count may be a comparison}}
     _ = try IndexedPerson.byCityAge.count(in: ctx, city: .lessThan("x"), age: 1) // expected-error {{only the last key component of a select or count may be a comparison}}

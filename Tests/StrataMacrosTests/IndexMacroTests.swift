@@ -39,6 +39,9 @@ struct IndexMacroTests {
             #expect(try IndexedMember.byCityAge.select(in: ctx, city: "New York", age: .lessThan(40)).map(\.id) == [2])
             #expect(try IndexedMember.byCityAge.select(in: ctx, limit: 1, city: .greaterThan("G")).map(\.id) == [2])
             #expect(try IndexedMember.byCityAge.count(in: ctx, city: "Paris", age: 65) == 1)
+            let page = try IndexedMember.byCityAge.query(city: "New York").page(in: ctx, limit: 1)
+            #expect(page.records.map(\.id) == [2])
+            #expect(try IndexedMember.byCityAge.query(city: "New York").page(in: ctx, limit: 1, after: page.next).records.map(\.id) == [1])
             #expect(try IndexedMember.byTag.select(in: ctx, tags: "taxi").map(\.id) == [1, 4])
             #expect(try IndexedMember.byAge.select(in: ctx, age: .range(26..<50)) == [Self.members[2], Self.members[0]])
             #expect(throws: RecordError.uniqueViolation(type: "IndexedMember", index: "byEmail", value: "\"ruby@rhod.fm\"")) {

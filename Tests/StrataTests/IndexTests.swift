@@ -331,6 +331,106 @@ struct IndexTests {
         }
     }
 
+    @Test("paging an index query with inserts and deletes between pages, both orders: every record present throughout comes once; cursors and streams on an index",
+          arguments: BundledEngines.all)
+    func pagingAnIndex(kind: EngineKind) async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try Store(kind.configuration(path: dir.path))
+        defer { try? store.close() }
+        for descending in [false, true] {
+            let query = try Self.pageWithChanges(store, descending: descending)
+            var viaStream: [Int] = []
+            for try await m in query.stream(from: store, batchSize: 16) {
+                viaStream.append(m.id)
+                if viaStream.count > 1_000 { break }  // a stream that never ends fails below
+            }
+            let selected = try Self.selectIDs(store, query)
+            #expect(viaStream == selected)
+        }
+    }
+
+    static func selectIDs(_ store: Store, _ query: Query<Member>) throws -> [Int] {
+        try store.withReadTransaction { ctx in try query.select(in: ctx).map(\.id) }
+    }
+
+    /// Pages through an index query with changes between pages; checks the paging contract and
+    /// a cursor; returns the query.
+    static func pageWithChanges(_ store: Store, descending: Bool) throws -> Query<Member> {
+        var random = SeededGenerator(seed: descending ? 0x1D_BA6E : 0x1D_BA6F)
+        do {
+            var present: [Int: Member] = [:]
+            func randomMember(_ id: Int) -> Member {
+                Member(id: id, email: "p\(id)-\(descending)", city: ["A", "B", "C"].randomElement(using: &random)!, age: Int.random(in: 0..<30, using: &random))
+            }
+            try store.withTransaction { ctx in
+                try ctx.delete(Member.self, .all)
+                for id in 0..<200 {
+                    let m = randomMember(id)
+                    try ctx.insert(m)
+                    present[id] = m
+                }
+            }
+            // City B, by age: ascending from age 5, or descending (nearest first) below 25.
+            let query = descending ? Member.byCityAge.query(.all.equal("B").then(Comparison.lessThan(25)))
+                : Member.byCityAge.query(.all.equal("B").then(Comparison.greaterThanOrEqual(5)))
+            func matches(_ m: Member) -> Bool { m.city == "B" && (descending ? m.age < 25 : m.age >= 5) }
+            var stable = Set(present.values.filter(matches).map(\.id))
+            var returned: [Int] = []
+            var token: PageToken?
+            var pages = 0
+            repeat {
+                pages += 1
+                guard pages < 200 else {
+                    Issue.record("paging does not end: \(returned.count) records in 200 pages")
+                    break
+                }
+                // The token goes through JSON, as to another process.
+                let json = try token.map { try JSONEncoder().encode($0) }
+                let page = try store.withReadTransaction { ctx in
+                    try query.page(in: ctx, limit: 7, after: try json.map { try JSONDecoder().decode(PageToken.self, from: $0) })
+                }
+                returned += page.records.map(\.id)
+                let ages = page.records.map(\.age)
+                #expect(ages == (descending ? ages.sorted(by: >) : ages.sorted()), "a page in index order")
+                token = page.next
+                // Between pages: overwrite, delete and insert records, anywhere.
+                try store.withTransaction { ctx in
+                    for _ in 0..<3 {
+                        let id = Int.random(in: 0..<260, using: &random)
+                        if Bool.random(using: &random), present[id] != nil {
+                            try ctx.delete(present[id]!)
+                            present[id] = nil
+                        } else {
+                            let m = randomMember(id)
+                            try ctx.insert(m)
+                            present[id] = m
+                        }
+                        stable.remove(id)
+                    }
+                }
+            } while token != nil
+            #expect(Set(returned).count == returned.count, "no record twice")
+            #expect(stable.isSubset(of: Set(returned)), "every record present throughout was returned")
+            // A cursor and a stream on the index see the same records as select.
+            let selected = try store.withReadTransaction { ctx in try query.select(in: ctx).map(\.id) }
+            let viaCursor = try store.withReadTransaction { ctx in
+                let cursor = query.cursor(in: ctx, batchSize: 5)
+                var ids: [Int] = []
+                while ids.count <= 1_000, let m = try cursor.next() { ids.append(m.id) }
+                return ids
+            }
+            #expect(viaCursor == selected)
+            #expect(throws: RecordError.invalidQuery(type: "Member", detail: "this page token was made on index byCityAge")) {
+                try store.withReadTransaction { ctx in
+                    let page = try Member.byCityAge.query().page(in: ctx, limit: 1)
+                    _ = try Member.byEmail.query().page(in: ctx, limit: 1, after: page.next)
+                }
+            }
+            return query
+        }
+    }
+
     @Test("a keyspace with indexes lists the feature, so a build without index support refuses it")
     func featureListed() throws {
         try withStore(.memory) { store, _ in

@@ -204,6 +204,10 @@ struct ReadingTests {
     /// More blocking transaction bodies than the cooperative pool has threads: each waits until
     /// released, and the test (without blocking a thread itself) waits until all are running at
     /// once. On the cooperative pool (one thread per core) at most one per core could be.
+    ///
+    /// Other tests may hold the cooperative threads for a while (Swift Testing runs synchronous
+    /// tests there), so the tasks may start late: the time limit for running at once starts when
+    /// every task has asked for its transaction.
     @Test("async transactions run outside the cooperative pool: more blocked bodies than cores run at once")
     func offTheCooperativePool() async throws {
         let store = try Store(.memory)
@@ -213,15 +217,18 @@ struct ReadingTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<bodies {
                 group.addTask {
+                    running.submit()
                     try await store.withReadTransaction { _ in
                         running.enter()
-                        _ = release.wait(timeout: .now() + 20)
+                        _ = release.wait(timeout: .now() + 120)
                         running.leave()
                     }
                 }
             }
-            // Other tests may hold the cooperative threads a while: wait up to a minute.
-            let deadline = ContinuousClock.now + .seconds(60)
+            let submitted = ContinuousClock.now + .seconds(300)
+            while running.submitted < bodies && ContinuousClock.now < submitted { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(running.submitted == bodies, "only \(running.submitted) of \(bodies) tasks started in 5 minutes")
+            let deadline = ContinuousClock.now + .seconds(30)
             while running.highest < bodies && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
             #expect(running.highest == bodies, "at most \(running.highest) of \(bodies) transaction bodies ran at once")
             for _ in 0..<bodies { release.signal() }
@@ -236,6 +243,9 @@ final class Concurrency: @unchecked Sendable {
     private let lock = NSLock()
     private var now = 0
     private var most = 0
+    private var asked = 0
+    func submit() { lock.withLock { asked += 1 } }
+    var submitted: Int { lock.withLock { asked } }
     func enter() { lock.withLock { now += 1; most = max(most, now) } }
     func leave() { lock.withLock { now -= 1 } }
     var highest: Int { lock.withLock { most } }

@@ -11,7 +11,7 @@ extension RecordIndex {
     /// equal values in primary-key order).
     public func select(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil) throws -> [R] {
         var records: [R] = []
-        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, record in
+        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, record in
             records.append(record())
             return true
         }
@@ -21,14 +21,14 @@ extension RecordIndex {
     /// Visits the matching records one at a time; `body` returns `false` to stop.
     public func forEach(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
                         _ body: (R) throws -> Bool) throws {
-        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, record in try body(record()) }
+        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, record in try body(record()) }
     }
 
     /// How many entries match `query` (records are not read). A multi-valued index counts a
     /// record once per matching element.
     public func count(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> Int {
         var n = 0
-        try ctx.scanIndex(self, query, limit: nil, order: .ascending, readRecords: false) { _, _ in
+        try ctx.scanIndex(self, query, limit: nil, order: .ascending, readRecords: false) { _, _, _ in
             n += 1
             return true
         }
@@ -39,12 +39,15 @@ extension RecordIndex {
     /// without reading the records.
     public func primaryKeys(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil) throws -> [EncodedIndexKey] {
         var keys: [EncodedIndexKey] = []
-        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder, readRecords: false) { primary, _ in
-            keys.append(EncodedIndexKey(bytes: primary))
+        try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder, readRecords: false) { entry, primary, _ in
+            keys.append(EncodedIndexKey(bytes: Array(entry[primary...])))
             return true
         }
         return keys
     }
+
+    /// The query as a value, to page, stream or walk with a cursor (``Query``).
+    public func query(_ query: RecordQuery = .all) -> Query<R> { Query(index: self, query) }
 
     /// The record whose values are exactly `query`'s (every component, by equality): a unique
     /// index's point lookup. On an index that is not unique, this is
@@ -61,11 +64,12 @@ extension RecordIndex {
 }
 
 extension TransactionContext {
-    /// Visits the entries of `index` matching `query`: the primary key's encoded components and,
-    /// when `readRecords`, the record (read lazily: a closure).
+    /// Visits the entries of `index` matching `query` in `order`, strictly after `position` (an
+    /// entry key without the index's prefix; before it, descending): the entry key without the
+    /// prefix, where the primary key starts in it and, when `readRecords`, the record.
     func scanIndex<R: Record>(
-        _ index: RecordIndex<R>, _ query: RecordQuery, limit: Int?, order: Order, readRecords: Bool = true,
-        _ body: (_ primary: [UInt8], _ record: () -> R) throws -> Bool
+        _ index: RecordIndex<R>, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]? = nil, readRecords: Bool = true,
+        _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ record: () -> R) throws -> Bool
     ) throws {
         try prepare(R.self)
         guard let active = checked.first(where: { $0.type == ObjectIdentifier(R.self) })?.indexes.first(where: { $0.name == index.name }) else {
@@ -75,17 +79,23 @@ extension TransactionContext {
         try validate(query, for: index)
         let keyspacePrefix = prefix(R.self)
         var recordKey = keyspacePrefix
-        try scan(query.ranges(keyspacePrefix: active.prefix), order: order, limit: limit) { key, value in
-            var entry = KeyReader(UnsafeRawBufferPointer(rebasing: key[active.prefix.count...]))
+        var ranges = query.ranges(keyspacePrefix: active.prefix)
+        if let position {
+            let key = active.prefix + position
+            ranges = ranges.map { order == .ascending ? $0.above(key) : $0.below(key) }
+        }
+        try scan(ranges, order: order, limit: limit) { key, value in
+            let suffix = UnsafeRawBufferPointer(rebasing: key[active.prefix.count...])
+            var entry = KeyReader(suffix)
             do {
                 for _ in 0..<active.componentCount { try entry.skipComponent() }
             } catch {
                 throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "entry key: \(error)")
             }
-            let primary = Array(UnsafeRawBufferPointer(rebasing: entry.bytes[entry.offset...]))
-            guard readRecords else { return try body(primary, { fatalError("records not read") }) }
+            let primaryOffset = entry.offset
+            guard readRecords else { return try body(suffix, primaryOffset, { fatalError("records not read") }) }
             recordKey.removeSubrange(keyspacePrefix.count...)
-            recordKey += primary
+            recordKey += suffix[primaryOffset...]
             let record: R
             if active.covering {
                 record = try recordKey.withUnsafeBytes { try decode(R.self, key: $0, value: value) }
@@ -97,7 +107,7 @@ extension TransactionContext {
                 }
                 record = found
             }
-            return try body(primary, { record })
+            return try body(suffix, primaryOffset, { record })
         }
     }
 
