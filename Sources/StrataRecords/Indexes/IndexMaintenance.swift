@@ -72,16 +72,8 @@ extension TransactionContext {
             let new = declaration.entryValues(of: record)
             let previous = old.map { Set(declaration.entryValues(of: $0).map(\.bytes)) } ?? []
             for entry in new {
-                let entryKey = Self.entryKey(index.prefix, entry.bytes, primary)
-                guard entryKey.count <= KeyLimits.maxKeyLength else {
-                    throw RecordError.indexKeyTooLarge(type: "\(R.self)", index: index.name, length: entryKey.count, limit: KeyLimits.maxKeyLength)
-                }
                 let kept = previous.contains(entry.bytes)
-                if index.unique && !entry.isNil && !kept {
-                    try checkUnique(R.self, index, values: entry.bytes, primary: primary) {
-                        declaration.describe(record, entry: entry.bytes)
-                    }
-                }
+                let entryKey = try checkedEntryKey(record, declaration, index, entry, primary: primary, isNew: !kept)
                 if index.covering || !kept { added.append((entryKey, index.covering)) }
             }
             if !previous.isEmpty && !store.faults.keepStaleIndexEntries {
@@ -92,6 +84,21 @@ extension TransactionContext {
         try writer.put(value, forKey: key)
         for entryKey in removed { try writer.delete(entryKey) }
         for (entryKey, covering) in added { try writer.put(covering ? value : [], forKey: entryKey) }
+    }
+
+    /// The key of `record`'s entry `entry` in `index`, after the checks every write of an entry
+    /// makes: the key limit, and for a unique index (a new entry without `nil`) that no other
+    /// record has the values.
+    func checkedEntryKey<R: Record>(_ record: R, _ declaration: RecordIndex<R>, _ index: ActiveIndex, _ entry: IndexValue,
+                                    primary: ArraySlice<UInt8>, isNew: Bool) throws -> [UInt8] {
+        let entryKey = Self.entryKey(index.prefix, entry.bytes, primary)
+        guard entryKey.count <= KeyLimits.maxKeyLength else {
+            throw RecordError.indexKeyTooLarge(type: "\(R.self)", index: index.name, length: entryKey.count, limit: KeyLimits.maxKeyLength)
+        }
+        if index.unique && !entry.isNil && isNew {
+            try checkUnique(R.self, index, values: entry.bytes, primary: primary) { declaration.describe(record, entry: entry.bytes) }
+        }
+        return entryKey
     }
 
     /// `prefix ‖ values ‖ primary`, allocated once.

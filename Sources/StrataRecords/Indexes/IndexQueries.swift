@@ -71,8 +71,7 @@ extension TransactionContext {
         _ index: RecordIndex<R>, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]? = nil, readRecords: Bool = true,
         _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ record: () -> R) throws -> Bool
     ) throws {
-        try prepare(R.self)
-        guard let active = checked.first(where: { $0.type == ObjectIdentifier(R.self) })?.indexes.first(where: { $0.name == index.name }) else {
+        guard let active = try prepare(R.self).first(where: { $0.name == index.name }) else {
             throw RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: "\(R.self).indexes does not declare it")
         }
         guard active.state == .readable else { throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: active.state) }

@@ -221,13 +221,7 @@ extension TransactionContext {
             }
             let primary = key[keyspacePrefix.count...]
             for entry in entries {
-                let entryKey = index.prefix + entry.bytes + primary
-                guard entryKey.count <= KeyLimits.maxKeyLength else {
-                    throw RecordError.indexKeyTooLarge(type: "\(R.self)", index: index.name, length: entryKey.count, limit: KeyLimits.maxKeyLength)
-                }
-                if index.unique && !entry.isNil {
-                    try checkUnique(R.self, index, values: entry.bytes, primary: primary) { declaration.describe(record, entry: entry.bytes) }
-                }
+                let entryKey = try checkedEntryKey(record, declaration, index, entry, primary: primary, isNew: true)
                 try writer.put(index.covering ? value : [], forKey: entryKey)
             }
             operations += entries.count
