@@ -22,6 +22,7 @@ test: deps
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
 	.build/debug/strata crash-test --engine all --kills 20
 	.build/debug/strata prepare-crash-test --engine all --kills 20
+	.build/debug/strata prepare-race-test --engine all --rounds 6
 
 # Installs the Debian packages that are missing (apt-get update only when something is): as root
 # directly, otherwise through sudo; without sudo it names the packages to install and stops.
@@ -49,11 +50,13 @@ bench-long: deps
 	swift build -c release --product strata
 	.build/release/strata bench --records 1000000 --output bench-results-1m
 
-# The long crash runs: 1,000 SIGKILLs per engine during commits, 200 during index builds and migrations.
+# The long crash runs: 1,000 SIGKILLs per engine during commits, 200 during index builds and migrations,
+# and 50 rounds of two processes preparing one store at once.
 crash: deps
 	swift build -c release --product strata
 	.build/release/strata crash-test --engine all --kills 1000
 	.build/release/strata prepare-crash-test --engine all --kills 200
+	.build/release/strata prepare-race-test --engine all --rounds 50
 
 clean:
 	rm -rf .build

@@ -14,7 +14,8 @@
 //   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin, swift-syntax)
 //   Sources/Strata        the one import: records, the macro and every bundled engine
 //   Sources/StrataBundledEngines the one list of bundled engines (CLI, benchmark, tests)
-//   Conformance/          the test kit every engine must pass (a library product)
+//   Conformance/          the test kit every engine must pass (a library product; Records/ holds
+//                         the record-layer cases, a product of its own)
 //   Sources/strata        the command-line tool (demo, benchmark, conformance runner; no macro)
 import CompilerPluginSupport
 import PackageDescription
@@ -34,6 +35,7 @@ let package = Package(
         .library(name: "StrataBundledEngines", targets: ["StrataBundledEngines"]),
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
+        .library(name: "StrataRecordConformance", targets: ["StrataRecordConformance"]),
         .executable(name: "strata", targets: ["strata"]),
     ],
     dependencies: [
@@ -86,7 +88,13 @@ let package = Package(
         ),
 
         // The conformance test kit: depends on the core only.
-        .target(name: "StrataConformance", dependencies: ["StrataEngine"], path: "Conformance", exclude: ["README.md"]),
+        .target(name: "StrataConformance", dependencies: ["StrataEngine"], path: "Conformance", exclude: ["README.md", "Records"]),
+        // Its record-layer cases (secondary indexes), run on the same engines through the same runner.
+        .target(
+            name: "StrataRecordConformance",
+            dependencies: ["StrataConformance", "StrataRecords", "StrataEngine", "StrataKeyCodec"],
+            path: "Conformance/Records"
+        ),
 
         // The benchmark's yardstick (the workloads straight on the C APIs) and its allocation counter.
         .target(
@@ -100,7 +108,7 @@ let package = Package(
             name: "strata",
             dependencies: [
                 "StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory",
-                "StrataBundledEngines", "StrataConformance", "CRawBench", "CAllocationCounter",
+                "StrataBundledEngines", "StrataConformance", "StrataRecordConformance", "CRawBench", "CAllocationCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -117,7 +125,10 @@ let package = Package(
         .testTarget(name: "EmpireExamplesTests", dependencies: ["Strata"]),
         .testTarget(
             name: "StrataAdapterTests",
-            dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataBundledEngines", "StrataConformance", "CLMDB"]
+            dependencies: [
+                "StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataBundledEngines", "StrataConformance",
+                "StrataRecordConformance", "CLMDB",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

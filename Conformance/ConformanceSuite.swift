@@ -139,6 +139,15 @@ public enum ConformanceSuite {
         }
     }
 
+    /// Runs `cases` against `engine` on a thread of its own (as the async `run(_:filter:progress:)`).
+    public static func run(_ engine: EngineUnderTest, cases: [ConformanceCase]) async -> ConformanceReport {
+        await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: run(engine, cases: cases, progress: nil))
+            }.start()
+        }
+    }
+
     /// Runs the cases whose id contains `filter` (all when `nil`) against `engine`, each on a
     /// fresh store in a fresh temporary directory, and reports each failure with the expected
     /// and actual results.
@@ -148,7 +157,9 @@ public enum ConformanceSuite {
         run(engine, cases: cases.filter { testCase in filter.map { testCase.id.contains($0) } ?? true }, progress: progress)
     }
 
-    static func run(_ engine: EngineUnderTest, cases: [ConformanceCase], progress: ((ConformanceCase) -> Void)? = nil) -> ConformanceReport {
+    /// Runs `cases` (this suite's, or another kit's such as `RecordConformance.cases`) against
+    /// `engine`, each on a fresh store in a fresh temporary directory.
+    public static func run(_ engine: EngineUnderTest, cases: [ConformanceCase], progress: ((ConformanceCase) -> Void)? = nil) -> ConformanceReport {
         var report = ConformanceReport(engine: engine.name)
         for testCase in cases {
             if !engine.capabilities.isSuperset(of: testCase.requires) {

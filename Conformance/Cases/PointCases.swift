@@ -85,6 +85,15 @@ enum PointCases {
                 try expectEqual(try tx.keys(), [key], "keys")
             }
         },
+        ConformanceCase("point", "keys of every length up to 511 bytes can be deleted") { ctx in
+            let keys = [1, 2, 8, 9, 64, 255, 256, 510, 511].map { [UInt8](repeating: 0x6B, count: $0) }
+            let store = try ctx.store(with: keys.map { ($0, b("v")) } + [(b("stay"), b("v"))])
+            try store.write { tx in for key in keys { try tx.delete(key) } }
+            try store.read { tx in
+                try expectEqual(try tx.keys(), [b("stay")], "keys after deleting keys of 1 to 511 bytes")
+                for key in keys { try expectEqual(try tx.get(key), nil, "get(\(key.count) bytes) after delete") }
+            }
+        },
         ConformanceCase("point", "a 512-byte key is refused by put") { ctx in
             let store = try ctx.open()
             try expectError(.keyTooLarge(length: 512, limit: 511), "put(512 bytes)") {

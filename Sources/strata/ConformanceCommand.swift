@@ -2,10 +2,11 @@ import Foundation
 import ArgumentParser
 import StrataConformance
 import StrataEngine
+import StrataRecordConformance
 
-/// `strata conformance`: runs the conformance suite on fresh temporary stores.
+/// `strata conformance`: runs the conformance suite and the record layer's cases on fresh temporary stores.
 struct Conformance: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the engine conformance suite on fresh temporary stores.")
+    static let configuration = CommandConfiguration(abstract: "Run the engine conformance suite and the record layer's cases on fresh temporary stores.")
 
     @Option(help: "The engine to check: \(EngineChoice.allValueStrings.joined(separator: ", ")).")
     var engine: EngineChoice = .all
@@ -25,7 +26,8 @@ struct Conformance: ParsableCommand {
         for kind in engine.engines {
             let tool = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
             let subject = EngineUnderTest(kind, peer: ConformancePeerCommand.peer(kind, tool: tool))
-            let report = ConformanceSuite.run(subject, filter: filter) { testCase in
+            let cases = (ConformanceSuite.cases + RecordConformance.cases).filter { testCase in filter.map { testCase.id.contains($0) } ?? true }
+            let report = ConformanceSuite.run(subject, cases: cases) { testCase in
                 if verbose { say("[\(kind.name)] \(testCase.id)") }
             }
             say(report.description)

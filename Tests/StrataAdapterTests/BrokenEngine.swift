@@ -10,6 +10,9 @@ final class BrokenEngine: KeyValueEngine, @unchecked Sendable {
         case dropsSomeWrites
         /// Limits are ignored.
         case ignoresLimit
+        /// Deletes of keys longer than 8 bytes are silently dropped (short keys, as most
+        /// engine cases use, still go).
+        case dropsLongDeletes
     }
 
     let inner: any KeyValueEngine
@@ -57,7 +60,10 @@ final class BrokenTransaction: KeyValueWriter {
         try writer.put(value, forKey: key)
     }
 
-    func delete(_ key: UnsafeRawBufferPointer) throws { try writer.delete(key) }
+    func delete(_ key: UnsafeRawBufferPointer) throws {
+        if bug == .dropsLongDeletes && key.count > 8 { return }
+        try writer.delete(key)
+    }
 
     func clear(_ range: KeyRange) throws -> Int { try writer.clear(range) }
 }

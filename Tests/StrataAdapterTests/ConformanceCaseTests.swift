@@ -19,6 +19,7 @@ struct ConformanceCaseTests {
         "point/keys containing FF bytes round-trip",
         "point/a key and the same key plus 00 are different keys",
         "point/a 511-byte key is stored, read and scanned",
+        "point/keys of every length up to 511 bytes can be deleted",
         "point/a 512-byte key is refused by put",
         "point/a 512-byte key is refused by get",
         "point/a 512-byte key is refused by delete",
@@ -244,6 +245,9 @@ struct ConformanceCaseTests {
 
     @Test("point/a 511-byte key is stored, read and scanned", arguments: Engines.supporting("point/a 511-byte key is stored, read and scanned"))
     func point_a511ByteKeyIsStoredReadAndScanned(engine: EngineUnderTest) async { await expectCasePasses("point/a 511-byte key is stored, read and scanned", on: engine) }
+
+    @Test("point/keys of every length up to 511 bytes can be deleted", arguments: Engines.supporting("point/keys of every length up to 511 bytes can be deleted"))
+    func point_keysOfEveryLengthUpTo511BytesCanBeDeleted(engine: EngineUnderTest) async { await expectCasePasses("point/keys of every length up to 511 bytes can be deleted", on: engine) }
 
     @Test("point/a 512-byte key is refused by put", arguments: Engines.supporting("point/a 512-byte key is refused by put"))
     func point_a512ByteKeyIsRefusedByPut(engine: EngineUnderTest) async { await expectCasePasses("point/a 512-byte key is refused by put", on: engine) }

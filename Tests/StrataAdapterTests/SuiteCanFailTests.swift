@@ -28,12 +28,18 @@ struct SuiteCanFailTests {
             #expect(failed.contains("range/limit 1 returns the first"))
             #expect(failed.contains("range/limit 0 returns nothing, reverse"))
             #expect(!failed.contains("range/limit above the result returns all"))
+        case .dropsLongDeletes:
+            #expect(failed.contains("point/keys of every length up to 511 bytes can be deleted"))
+            #expect(!failed.contains("point/delete removes the key"))
         }
         // Each failure names the expected and the actual result.
         for failure in report.failures where !failure.message.contains("expected") { Issue.record("\(failure.caseID): \(failure.message)") }
     }
 
-    @Test("the differential test reports each bug with a seed and a shrunk log", arguments: BrokenEngine.Bug.allCases)
+    // Not .dropsLongDeletes: the engine-level log's keys are 1-4 bytes (and one of 511, rarely
+    // deleted); that bug is for the record cases, whose keys are longer (RecordConformanceTests).
+    @Test("the differential test reports each bug with a seed and a shrunk log",
+          arguments: BrokenEngine.Bug.allCases.filter { $0 != .dropsLongDeletes })
     func differentialCatches(bug: BrokenEngine.Bug) async throws {
         let report = await DifferentialTest.run(Self.broken(bug), seed: 7, operations: 2_000)
         let failure = try #require(report.failure)

@@ -121,14 +121,17 @@ extension TransactionContext {
     }
 
     /// Deletes every record in `range` with its index entries, in batches (writes wait until a
-    /// batch has been read: bytes lent by a scan must not be written under).
+    /// batch has been read: bytes lent by a scan must not be written under). Each batch starts
+    /// after the last key of the one before, so deleted keys are never walked again (LevelDB's
+    /// tombstones) and an engine that fails to delete cannot make the loop go on for ever.
     @usableFromInline
     func clearIndexed<R: Record>(_: R.Type, _ range: KeyRange, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Int {
         let prefixLength = prefix(R.self).count
         var removed = 0
+        var remaining = range
         while true {
             var batch: [(key: [UInt8], record: R)] = []
-            try reader.scan(range, reverse: false, limit: 256) { key, value in
+            try reader.scan(remaining, reverse: false, limit: 256) { key, value in
                 batch.append((Array(key), try decode(R.self, key: key, value: value)))
                 return true
             }
@@ -138,6 +141,7 @@ extension TransactionContext {
                 try writer.delete(key)
             }
             removed += batch.count
+            remaining = remaining.above(batch[batch.count - 1].key)
         }
     }
 

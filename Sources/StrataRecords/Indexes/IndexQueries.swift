@@ -24,6 +24,18 @@ extension RecordIndex {
         try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, record in try body(record()) }
     }
 
+    /// Visits the matching records as views over the engine's bytes (``RecordView``), valid only
+    /// inside `body`; `body` returns `false` to stop. The checksum is verified before `body` sees a
+    /// view. A covering index lends the record from its entry; otherwise each record is read by key.
+    public func forEachView(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
+                            _ body: (RecordView<R>) throws -> Bool) throws {
+        let prefixLength = ctx.prefix(R.self).count
+        let sameFields = ctx.sameFields(R.self)
+        try ctx.scanIndexRows(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, key, value in
+            try body(try ctx.makeView(R.self, key: key, value: value, prefixLength: prefixLength, sameFields: sameFields))
+        }
+    }
+
     /// How many entries match `query` (records are not read). A multi-valued index counts a
     /// record once per matching element.
     public func count(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> Int {
@@ -71,6 +83,20 @@ extension TransactionContext {
         _ index: RecordIndex<R>, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]? = nil, readRecords: Bool = true,
         _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ record: () -> R) throws -> Bool
     ) throws {
+        try scanIndexRows(index, query, limit: limit, order: order, after: position, readRecords: readRecords) { entry, primaryOffset, key, value in
+            guard readRecords else { return try body(entry, primaryOffset, { fatalError("records not read") }) }
+            let record = try decode(R.self, key: key, value: value)
+            return try body(entry, primaryOffset, { record })
+        }
+    }
+
+    /// ``scanIndex(_:_:limit:order:after:readRecords:_:)`` with the stored record lent rather than
+    /// decoded: its key (keyspace prefix included) and value, from the entry when the index is
+    /// covering, else read by key (empty when not `readRecords`). Valid only inside `body`.
+    func scanIndexRows<R: Record>(
+        _ index: RecordIndex<R>, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]? = nil, readRecords: Bool = true,
+        _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         guard let active = try prepare(R.self).first(where: { $0.name == index.name }) else {
             throw RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: "\(R.self).indexes does not declare it")
         }
@@ -92,21 +118,18 @@ extension TransactionContext {
                 throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "entry key: \(error)")
             }
             let primaryOffset = entry.offset
-            guard readRecords else { return try body(suffix, primaryOffset, { fatalError("records not read") }) }
+            guard readRecords else { return try body(suffix, primaryOffset, UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0)) }
             recordKey.removeSubrange(keyspacePrefix.count...)
             recordKey += suffix[primaryOffset...]
-            let record: R
-            if active.covering {
-                record = try recordKey.withUnsafeBytes { try decode(R.self, key: $0, value: value) }
-            } else {
-                guard let found = try recordKey.withUnsafeBytes({ k in
-                    try reader.withValue(forKey: k) { v in try v.map { try decode(R.self, key: k, value: $0) } }
-                }) else {
-                    throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry names a record that is not stored")
+            return try recordKey.withUnsafeBytes { k in
+                if active.covering { return try body(suffix, primaryOffset, k, value) }
+                return try reader.withValue(forKey: k) { stored in
+                    guard let stored else {
+                        throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry names a record that is not stored")
+                    }
+                    return try body(suffix, primaryOffset, k, stored)
                 }
-                record = found
             }
-            return try body(suffix, primaryOffset, { record })
         }
     }
 

@@ -189,6 +189,17 @@ final class ChildProcess: @unchecked Sendable {
         return lines
     }
 
+    /// Waits for the child to exit by itself (SIGKILL when `seconds` pass first); every line it printed.
+    func waitForExit(seconds: Double) -> [String] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline && process.isRunning { usleep(1_000) }
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        pipe.fileHandleForReading.readabilityHandler = nil
+        take(pipe.fileHandleForReading.readDataToEndOfFile())
+        return lines
+    }
+
     /// SIGKILL, then wait for the process and drain what it printed before dying.
     func kill() {
         Foundation.kill(process.processIdentifier, SIGKILL)

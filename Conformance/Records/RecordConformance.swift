@@ -1,0 +1,18 @@
+import StrataConformance
+
+/// The record layer's conformance cases: what an engine must do for records and their secondary
+/// indexes to behave as on every bundled engine (ordered scans in both directions, limits, reading
+/// a transaction's own writes, atomic commits and rollbacks, as the record layer uses them).
+///
+/// Run them beside the engine cases, on the same ``StrataConformance/EngineUnderTest``:
+///
+/// ```swift
+/// let engine = try EngineUnderTest(name: "mine") { directory, options in try MyEngine(path: directory, options: options) }
+/// let report = ConformanceSuite.run(engine, cases: ConformanceSuite.cases + RecordConformance.cases)
+/// precondition(report.failures.isEmpty, report.description)
+/// ```
+public enum RecordConformance {
+    /// Every record-layer case: `index/…` (queries of every shape on every kind of index, their
+    /// maintenance by every kind of write, unique violations, key limits, builds, paging).
+    public static let cases: [ConformanceCase] = IndexCases.all
+}

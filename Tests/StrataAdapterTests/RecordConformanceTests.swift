@@ -1,0 +1,47 @@
+import StrataConformance
+import StrataEngine
+import StrataMemory
+import StrataRecordConformance
+import Testing
+
+/// The record layer's conformance cases (`Conformance/Records`, secondary indexes) on every
+/// bundled engine, and proof that they catch an engine that breaks what indexes rely on.
+@Suite("Record conformance")
+struct RecordConformanceTests {
+    @Test("every record case passes on every bundled engine; only the memory engine skips, and only what needs persistence",
+          arguments: Engines.all)
+    func passes(engine: EngineUnderTest) async {
+        await caseSlots.acquire()
+        let report = await ConformanceSuite.run(engine, cases: RecordConformance.cases)
+        await caseSlots.release()
+        #expect(report.failures.isEmpty, "\(report.description)")
+        let needPersistence = RecordConformance.cases.filter { $0.requires == .persistent }.map(\.id)
+        #expect(report.skipped == (engine.capabilities.contains(.persistent) ? [] : needPersistence))
+        #expect(report.passed.count + report.skipped.count == RecordConformance.cases.count)
+        print(report.description)
+    }
+
+    @Test("the record cases cover queries of every kind of index, their maintenance, unique violations, limits, builds and paging")
+    func coverage() {
+        let ids = RecordConformance.cases.map(\.id)
+        #expect(Set(ids).count == ids.count, "duplicate case names")
+        for word in ["equality", "unique", "comparison", "oneOf", "limit and order", "multi-valued", "covering", "nil", "views",
+                     "overwrite", "deletes", "rolled-back", "key limit", "random logs", "write-only", "pages"] {
+            #expect(ids.contains { $0.contains(word) }, "no case about \(word)")
+        }
+    }
+
+    @Test("an engine that drops deletes of long keys fails the index cases (stale entries after overwrites and deletes)")
+    func catchesDroppedDeletes() async {
+        let broken = EngineUnderTest(name: "broken-dropsLongDeletes", capabilities: []) { _, _ in
+            BrokenEngine(MemoryEngine(), bug: .dropsLongDeletes)
+        }
+        let report = await ConformanceSuite.run(broken, cases: RecordConformance.cases)
+        let failed = Set(report.failures.map(\.caseID))
+        #expect(failed.contains("index/an overwrite removes the old entries and adds the new ones"))
+        #expect(failed.contains("index/deletes by key, by record and by query remove the entries"))
+        #expect(failed.contains("index/random logs of writes and aborted transactions keep every index equal to a model"))
+        #expect(!failed.contains("index/equality on a field finds every record with the value, in primary-key order"))
+        print("caught, as it should be: \(report)")
+    }
+}
