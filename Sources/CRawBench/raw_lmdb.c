@@ -1,4 +1,4 @@
-// The yardstick on LMDB, with the adapter's settings: MDB_NOTLS, a large map, MDB_NOSYNC when
+// The yardstick on LMDB, with the adapter's settings: MDB_NOTLS, a large map, MDB_NOMETASYNC when
 // not durable, the unnamed database.
 #include "common.h"
 #include <lmdb.h>
@@ -107,7 +107,7 @@ rb_store *rb_lmdb_open(const char *dir, int durable) {
     int rc = mdb_env_create(&l->env);
     if (!rc) rc = mdb_env_set_mapsize(l->env, (size_t)1 << 34);
     if (!rc) rc = mdb_env_set_maxreaders(l->env, 256);
-    if (!rc) rc = mdb_env_open(l->env, dir, MDB_NOTLS | (durable ? 0 : MDB_NOSYNC), 0644);
+    if (!rc) rc = mdb_env_open(l->env, dir, MDB_NOTLS | (durable ? 0 : MDB_NOMETASYNC), 0644);
     MDB_txn *txn = NULL;
     if (!rc) rc = mdb_txn_begin(l->env, NULL, 0, &txn);
     if (!rc) rc = mdb_dbi_open(txn, NULL, 0, &l->dbi);

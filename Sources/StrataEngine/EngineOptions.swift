@@ -17,7 +17,7 @@ public enum OpenMode: Sendable, Hashable {
 /// | setting  | LMDB                     | LevelDB               | SQLite (WAL)          |
 /// |----------|--------------------------|-----------------------|-----------------------|
 /// | `full`   | fsync data and meta page | `sync = true` writes  | `synchronous = FULL`  |
-/// | `relaxed`| `MDB_NOSYNC`             | `sync = false` writes | `synchronous = NORMAL`|
+/// | `relaxed`| `MDB_NOMETASYNC`         | `sync = false` writes | `synchronous = NORMAL`|
 public enum Durability: Sendable, Hashable {
     /// Every commit is on disk when `write` returns. The default.
     case full

@@ -56,6 +56,12 @@ public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
 
     /// The current size of the memory map in bytes (grows when writes fill it).
     public var mapSize: Int { storage.mapSize }
+
+    /// The environment's flags as LMDB reports them (`mdb_env_get_flags`): always `MDB_NOTLS`;
+    /// `MDB_NOMETASYNC` under ``StrataEngine/Durability/relaxed`` (data pages are synced at every
+    /// commit, the meta page is not, so a machine crash loses at most the latest commits and
+    /// never the store's integrity; `MDB_NOSYNC` could leave a corrupt file and is never used).
+    public var environmentFlags: UInt32 { storage.environmentFlags }
 }
 
 /// The LMDB environment and its main database.
@@ -94,7 +100,10 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         try check(mdb_env_set_maxreaders(env, UInt32(lmdbOptions.maxReaders)), "setting max readers", path: path)
         var flags = UInt32(MDB_NOTLS)
         if options.mode == .readOnly { flags |= UInt32(MDB_RDONLY) }
-        if options.durability == .relaxed { flags |= UInt32(MDB_NOSYNC) }
+        // Relaxed: skip only the meta page's sync. Without MDB_NOSYNC's unsynced data pages a
+        // machine crash can lose the latest commits but never leave a meta page pointing at
+        // pages that did not reach the disk.
+        if options.durability == .relaxed { flags |= UInt32(MDB_NOMETASYNC) }
         try check(mdb_env_open(env, path, flags, 0o644), "opening the environment", path: path)
         // Free the reader slots of processes that died inside a read transaction (kill -9).
         var stale: Int32 = 0
@@ -121,6 +130,12 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     }
 
     /// The current size of the memory map in bytes.
+    var environmentFlags: UInt32 {
+        var flags: UInt32 = 0
+        mdb_env_get_flags(env, &flags)
+        return flags
+    }
+
     var mapSize: Int {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)

@@ -1,12 +1,27 @@
 import Foundation
 @testable import StrataConformance
 import StrataEngine
+import CLMDB
 import StrataLMDB
 import Testing
 
 @Suite("LMDB adapter")
 struct LMDBTests {
     static func key(_ i: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(i).bigEndian) { Array($0) } }
+
+    @Test("relaxed durability skips only the meta page's sync (MDB_NOMETASYNC), never the data pages' (MDB_NOSYNC)")
+    func relaxedIsNoMetaSync() throws {
+        for durability in [Durability.full, .relaxed] {
+            let dir = TemporaryDirectory()
+            defer { dir.cleanup() }
+            let store = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .create, durability: durability))
+            defer { try? store.close() }
+            let flags = store.environmentFlags
+            #expect(flags & UInt32(MDB_NOSYNC) == 0, "\(durability): MDB_NOSYNC set")
+            #expect((flags & UInt32(MDB_NOMETASYNC) != 0) == (durability == .relaxed), "\(durability): flags \(String(flags, radix: 16))")
+            #expect(flags & UInt32(MDB_NOTLS) != 0)
+        }
+    }
 
     @Test("a full map grows and the transaction commits without the caller seeing an error")
     func mapGrowth() throws {

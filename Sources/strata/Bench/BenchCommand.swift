@@ -43,7 +43,7 @@ struct Bench: ParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: root) }
         let data = BenchData(count: records, scans: scans)
         say("Strata benchmark: \(records) records (16-byte keys, 100-byte values), \(scans) short scans, \(syncTransactions) synced transactions")
-        say("Durability: relaxed for every workload but fillsync (LMDB MDB_NOSYNC, LevelDB sync=false, SQLite WAL synchronous=NORMAL);")
+        say("Durability: relaxed for every workload but fillsync (LMDB MDB_NOMETASYNC, LevelDB sync=false, SQLite WAL synchronous=NORMAL);")
         say("fillsync: full (LMDB sync, LevelDB sync=true, SQLite synchronous=FULL). LevelDB with Snappy on both sides.")
         var results: [BenchResult] = []
         var sizes: [String: [Layer: UInt64]] = [:]
