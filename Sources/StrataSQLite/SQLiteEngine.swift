@@ -98,7 +98,7 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
     }
 
     /// SQLite notices a truncated file only when it reads a missing page; check the header first:
-    /// the magic string, a valid page size, a whole number of pages, and, with no WAL pending, at
+    /// the magic string, a valid page size and, with no WAL pending, a whole number of pages and at
     /// least the number of pages the header records (when valid: offset 92 equals offset 24).
     private static func checkHeader(_ file: String, path: String) throws(EngineError) {
         guard let handle = FileHandle(forReadingAtPath: file) else { return }
@@ -116,12 +116,14 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
         guard pageSize >= 512, pageSize & (pageSize - 1) == 0 else {
             throw .corrupt(path: path, detail: "data.sqlite declares a page size of \(rawPageSize)")
         }
-        guard size % pageSize == 0 else {
+        // While a WAL exists the main file is not the whole store: a checkpoint interrupted or under
+        // way (a full disk during the checkpoint at close, a crash) may have left it short or with
+        // a partly written last page, and the next checkpoint rewrites those pages from the WAL.
+        // A checkpoint writes page 1 (with the new count) before the pages it adds.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: file + "-wal")[.size] as? NSNumber)?.intValue ?? 0
+        guard walSize > 0 || size % pageSize == 0 else {
             throw .corrupt(path: path, detail: "data.sqlite is \(size) bytes, not a whole number of \(pageSize)-byte pages (truncated)")
         }
-        // A checkpoint writes page 1 (with the new count) before the pages it adds, so while a WAL
-        // exists (a checkpoint interrupted or under way) the file may be shorter than recorded.
-        let walSize = (try? FileManager.default.attributesOfItem(atPath: file + "-wal")[.size] as? NSNumber)?.intValue ?? 0
         let recordedPages = be(28, 4)
         if walSize == 0, be(92, 4) == be(24, 4), recordedPages > 0, size < recordedPages * pageSize {
             throw .corrupt(path: path, detail: "data.sqlite is \(size / pageSize) pages long but records \(recordedPages) (truncated)")
@@ -216,8 +218,11 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
     }
 
     func close() throws {
-        writer = nil
+        // Readers first: SQLite checkpoints the WAL into data.sqlite and deletes -wal and -shm
+        // when the last connection to the file closes, which a read-only connection cannot do.
+        // (Another process still holding the store keeps them, as it should.)
         readersLock.withLock { idleReaders.removeAll() }
+        writer = nil
     }
 
     private func checkOutReader() throws -> SQLiteConnection {

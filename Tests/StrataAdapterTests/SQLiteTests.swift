@@ -23,6 +23,24 @@ struct SQLiteTests {
         #expect(mode.output == "wal\n")
     }
 
+    @Test("a clean close leaves no -wal or -shm beside the store: the data is checkpointed into data.sqlite")
+    func noWalAfterClose() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try SQLiteEngine(path: dir.path)
+        try store.write { tx in for i in 0..<2_000 { try tx.put([UInt8](repeating: 7, count: 100), forKey: Array("key\(i)".utf8)) } }
+        // Readers leave idle read-only connections in the pool: one of them must not be the last to close.
+        let held = try store.read { tx in try tx.keys(limit: 3).count }
+        #expect(held == 3)
+        #expect(FileManager.default.fileExists(atPath: store.file + "-wal"), "the store runs in WAL mode while open")
+        try store.close()
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(!left.contains { $0.hasSuffix("-wal") || $0.hasSuffix("-shm") }, "files after close: \(left)")
+        // The main file alone holds every row.
+        let count = try runProgram(try tool("sqlite3", package: "sqlite3"), ["-readonly", store.file, "SELECT count(*) FROM kv"])
+        #expect(count.output == "2000\n", "\(count.output)")
+    }
+
     @Test("a SQLite database of another application is refused and left untouched")
     func foreignDatabase() throws {
         let dir = TemporaryDirectory()
