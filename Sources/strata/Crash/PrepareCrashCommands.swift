@@ -88,9 +88,7 @@ struct PrepareCrashTest: ParsableCommand {
             for round in 0..<kills {
                 let path = NSTemporaryDirectory() + "strata-prepare-crash-\(kind.name)-\(getpid())"
                 defer { try? FileManager.default.removeItem(atPath: path) }
-                let setup = try Store(engine: try kind.open(path, EngineOptions(mode: .create, durability: .relaxed)))
-                try setup.withTransaction { ctx in for id in 0..<records { try ctx.insert(CrashItemV1(id: id, group: id % 17)) } }
-                try setup.close()
+                try Self.makeStore(kind, path, records: records)
                 // Kill after a random number of batches: 2 × records / 25 batches in all (build, then migration).
                 let target = Int.random(in: 1...(2 * records / 25), using: &random)
                 let child = try ChildProcess(["prepare-writer", "--engine", kind.name, "--path", path])
@@ -110,6 +108,13 @@ struct PrepareCrashTest: ParsableCommand {
             if problems > 0 { failed = true }
         }
         if failed { throw ExitCode.failure }
+    }
+
+    /// A store at `path` holding `records` version-1 items, nothing indexed or migrated yet.
+    static func makeStore(_ kind: EngineKind, _ path: String, records: Int) throws {
+        let setup = try Store(engine: try kind.open(path, EngineOptions(mode: .create, durability: .relaxed)))
+        try setup.withTransaction { ctx in for id in 0..<records { try ctx.insert(CrashItemV1(id: id, group: id % 17)) } }
+        try setup.close()
     }
 
     /// What the checks must catch: a record deleted (`lost`), or an index entry for a record that
@@ -193,16 +198,13 @@ final class ChildProcess: @unchecked Sendable {
     func waitForExit(seconds: Double) -> [String] {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline && process.isRunning { usleep(1_000) }
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        pipe.fileHandleForReading.readabilityHandler = nil
-        take(pipe.fileHandleForReading.readDataToEndOfFile())
+        kill()
         return lines
     }
 
     /// SIGKILL, then wait for the process and drain what it printed before dying.
     func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         pipe.fileHandleForReading.readabilityHandler = nil
         take(pipe.fileHandleForReading.readDataToEndOfFile())
