@@ -55,7 +55,12 @@ struct Reading: Record, Equatable {
     var calibration: Calibration
     var payload: Data
 
-    static let recordType = RecordType(keyspace: "Reading", version: 1, key: [("sensor", Int.self), ("time", Date.self)])
+    /// Fields described to the catalog, so tools decode every format without this type.
+    static let recordType = RecordType(
+        keyspace: "Reading", version: 1, key: [("sensor", Int.self), ("time", Date.self)],
+        fields: [("value", Double.fieldFormat), ("unit", Unit.fieldFormat), ("tags", [String].fieldFormat), ("flags", Set<Int>.fieldFormat),
+                 ("extra", [String: Int].fieldFormat), ("id", UUID.fieldFormat), ("source", URL?.fieldFormat), ("calibration", .json),
+                 ("payload", Data.fieldFormat)])
 
     func writeKey(to key: inout KeyWriter) {
         key.append(sensor)

@@ -1,0 +1,134 @@
+import Foundation
+
+/// A field format descriptor from the catalog (`i64`, `optional(array(string))`, `json`, …),
+/// parsed so the field's bytes can be read without the Swift type (RecordFormat.md, "Field
+/// formats").
+///
+/// Formats whose bytes only their own code knows (`codec(…)`, `custom(…)`, and any descriptor this
+/// build does not know) are ``opaque``: their length is unknown, so a reader stops there and
+/// hands the rest of the value over as bytes.
+public indirect enum FieldLayout: Sendable, Hashable {
+    case bool
+    case signed(bits: Int)
+    case unsigned(bits: Int)
+    case f32, f64, string, bytes, uuid, date, url, json
+    case optional(FieldLayout)
+    case array(FieldLayout)
+    case set(FieldLayout)
+    case map(FieldLayout, FieldLayout)
+    case raw(FieldLayout)
+    case opaque(String)
+
+    /// The layout a descriptor names.
+    public init(_ format: FieldFormat) {
+        self = Self.parse(Substring(format.descriptor)) ?? .opaque(format.descriptor)
+    }
+
+    private static func parse(_ d: Substring) -> FieldLayout? {
+        switch d {
+        case "bool": return .bool
+        case "i8": return .signed(bits: 8)
+        case "i16": return .signed(bits: 16)
+        case "i32": return .signed(bits: 32)
+        case "i64": return .signed(bits: 64)
+        case "u8": return .unsigned(bits: 8)
+        case "u16": return .unsigned(bits: 16)
+        case "u32": return .unsigned(bits: 32)
+        case "u64": return .unsigned(bits: 64)
+        case "f32": return .f32
+        case "f64": return .f64
+        case "string": return .string
+        case "bytes": return .bytes
+        case "uuid": return .uuid
+        case "date": return .date
+        case "url": return .url
+        case "json": return .json
+        default: break
+        }
+        guard let open = d.firstIndex(of: "("), d.last == ")" else { return nil }
+        let name = d[..<open]
+        let arguments = splitArguments(d[d.index(after: open)..<d.index(before: d.endIndex)])
+        let inner = arguments.map { parse($0) ?? .opaque(String($0)) }
+        switch (name, inner.count) {
+        case ("optional", 1): return .optional(inner[0])
+        case ("array", 1): return .array(inner[0])
+        case ("set", 1): return .set(inner[0])
+        case ("map", 2): return .map(inner[0], inner[1])
+        case ("raw", 1): return .raw(inner[0])
+        default: return nil
+        }
+    }
+
+    /// `a,map(b,c)` → `a`, `map(b,c)`.
+    private static func splitArguments(_ s: Substring) -> [Substring] {
+        var parts: [Substring] = []
+        var depth = 0
+        var start = s.startIndex
+        for i in s.indices {
+            switch s[i] {
+            case "(": depth += 1
+            case ")": depth -= 1
+            case "," where depth == 0:
+                parts.append(s[start..<i])
+                start = s.index(after: i)
+            default: break
+            }
+        }
+        parts.append(s[start...])
+        return parts
+    }
+
+    /// Whether every byte of the format can be read without the Swift type.
+    public var isDescribed: Bool {
+        switch self {
+        case .opaque: return false
+        case .optional(let f), .array(let f), .set(let f), .raw(let f): return f.isDescribed
+        case .map(let k, let v): return k.isDescribed && v.isDescribed
+        default: return true
+        }
+    }
+
+    /// Reads one value of this layout. Throws for bytes the format cannot hold, and for
+    /// ``opaque`` layouts (callers check ``isDescribed`` first).
+    public func read(_ r: inout FieldReader) throws(FieldDecodingError) -> StoredValue {
+        switch self {
+        case .bool: return .bool(try r.read(Bool.self))
+        case .signed(let bits):
+            let v = try r.read(Int64.self)
+            guard bits == 64 || (v >= -(1 << (bits - 1)) && v < 1 << (bits - 1)) else {
+                throw FieldDecodingError(offset: r.offset, reason: "\(v) does not fit i\(bits)")
+            }
+            return .int(v)
+        case .unsigned(let bits):
+            let v = try r.read(UInt64.self)
+            guard bits == 64 || v < 1 << bits else { throw FieldDecodingError(offset: r.offset, reason: "\(v) does not fit u\(bits)") }
+            return .uint(v)
+        case .f32: return .float(try r.read(Float.self))
+        case .f64: return .double(try r.read(Double.self))
+        case .string: return .string(try r.read(String.self))
+        case .bytes: return .bytes(Array(try r.readBytes()))
+        case .uuid: return .uuid(try r.read(UUID.self))
+        case .date: return .date(try r.read(Double.self))
+        case .url: return .url(try r.read(String.self))
+        case .json:
+            let start = r.offset
+            let text = try r.read(String.self)
+            guard (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil else {
+                throw FieldDecodingError(offset: start, reason: "the JSON field is not valid JSON")
+            }
+            return .json(text)
+        case .optional(let inner):
+            return try r.read(Bool.self) ? try inner.read(&r) : .null
+        case .array(let element), .set(let element):
+            var values: [StoredValue] = []
+            for _ in 0..<(try r.readCount()) { values.append(try element.read(&r)) }
+            return .array(values)
+        case .map(let key, let value):
+            var pairs: [StoredValue.Pair] = []
+            for _ in 0..<(try r.readCount()) { pairs.append(StoredValue.Pair(key: try key.read(&r), value: try value.read(&r))) }
+            return .map(pairs)
+        case .raw(let inner): return try inner.read(&r)
+        case .opaque(let name): throw FieldDecodingError(offset: r.offset, reason: "the format \(name) is not described in the catalog")
+        }
+    }
+}

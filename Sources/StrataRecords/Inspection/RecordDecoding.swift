@@ -1,0 +1,221 @@
+import StrataEngine
+import StrataKeyCodec
+
+/// The store's catalog as one read transaction sees it: every keyspace's entry and indexes.
+/// Entries that cannot be decoded are kept as problems instead of ending the inspection.
+struct CatalogSnapshot {
+    var keyspaces: [String: CatalogEntry] = [:]
+    /// Each keyspace's index definitions, in name order.
+    var indexes: [String: [(name: String, index: StoredIndex)]] = [:]
+    var problems: [StoreProblem] = []
+
+    init(_ tx: any KeyValueReader) throws {
+        for (key, value) in try tx.pairs(SystemKey.keyspaces) {
+            do {
+                let name = try FormatUpgrade.keyspaceName(ofCatalogKey: key)
+                keyspaces[name] = try CatalogEntry(decoding: value, keyspace: name)
+            } catch {
+                problems.append(StoreProblem(.corruptCatalog, key: key, "\(error)"))
+            }
+        }
+        let indexPrefix = SystemKey.prefix + KeyCodec.encode("index")
+        for (key, value) in try tx.pairs(KeyRange.components(prefix: indexPrefix)) {
+            do {
+                let (keyspace, name) = try key.withUnsafeBytes { raw throws -> (String, String) in
+                    var reader = KeyReader(UnsafeRawBufferPointer(rebasing: raw[indexPrefix.count...]))
+                    let names = (try reader.read(String.self), try reader.read(String.self))
+                    try reader.finish()
+                    return names
+                }
+                let index = try value.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: keyspace, name: name) }
+                indexes[keyspace, default: []].append((name, index))
+            } catch {
+                problems.append(StoreProblem(.corruptCatalog, key: key, "index definition: \(error)"))
+            }
+        }
+    }
+}
+
+/// A record read without its Swift type, through the catalog's key and field layouts.
+public struct DecodedRecord: Sendable, Hashable {
+    /// One field's name and value.
+    public struct Field: Sendable, Hashable {
+        public let name: String
+        public let value: StoredValue
+    }
+
+    public let keyspace: String
+    /// The key's components after the keyspace name, in key order.
+    public let key: [StoredValue]
+    /// The schema version the value was written under.
+    public let version: UInt32
+    /// The fields the catalog describes for `version`, in stored order. A field of a format the
+    /// catalog cannot describe (a codec's or a type's own) comes as ``StoredValue/opaque(format:bytes:)``
+    /// holding the rest of the value, and ends the list.
+    public let fields: [Field]
+    /// The value's bytes after the version when the catalog has no field layout for `version`.
+    public let undescribed: [UInt8]?
+
+    /// One line of JSON: `{"keyspace":…,"key":[…],"version":…,"fields":{…}}` (or `"undescribed"`
+    /// with the value's bytes in hex).
+    public var jsonLine: String {
+        var out = "{\"keyspace\":"
+        StoredValue.quote(keyspace, into: &out)
+        out += ",\"key\":"
+        StoredValue.array(key).writeJSON(to: &out)
+        out += ",\"version\":\(version)"
+        if let undescribed {
+            out += ",\"undescribed\":\"\(StoredValue.hex(undescribed))\"}"
+            return out
+        }
+        out += ",\"fields\":{"
+        for (i, field) in fields.enumerated() {
+            if i > 0 { out += "," }
+            StoredValue.quote(field.name, into: &out)
+            out += ":"
+            field.value.writeJSON(to: &out)
+        }
+        out += "}}"
+        return out
+    }
+
+    /// The value of the field or key component named `name`, if the record has one.
+    func value(named name: String, keyLayout: [(name: String, type: String)]) -> StoredValue? {
+        if let field = fields.first(where: { $0.name == name }) {
+            if case .opaque = field.value { return nil }
+            return field.value
+        }
+        if let i = keyLayout.firstIndex(where: { $0.name == name }), i < key.count { return key[i] }
+        return nil
+    }
+}
+
+/// Why a record could not be decoded: the kind of problem `verify` reports, and what it says.
+struct RecordDecodingFailure: Error {
+    let kind: StoreProblem.Kind
+    let detail: String
+}
+
+extension CatalogSnapshot {
+    /// The keyspace of a record key (its first component), or `nil` for a key that is not
+    /// record-shaped (another program's).
+    static func keyspace(of key: UnsafeRawBufferPointer) -> (name: String, keyStart: Int)? {
+        guard key.first == TypeCode.string else { return nil }
+        var reader = KeyReader(key)
+        guard let name = try? reader.read(String.self) else { return nil }
+        return (name, reader.offset)
+    }
+
+    /// Decodes the record stored under `key` through the catalog: the key against the key
+    /// layout, the checksum, and the fields against the layout of the value's schema version.
+    func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(RecordDecodingFailure) -> DecodedRecord {
+        guard let (keyspace, keyStart) = Self.keyspace(of: key) else {
+            throw RecordDecodingFailure(kind: .undecodableKey, detail: "the key does not start with a keyspace name")
+        }
+        guard let entry = keyspaces[keyspace] else {
+            throw RecordDecodingFailure(kind: .uncataloguedRecord, detail: "keyspace \"\(keyspace)\" has no catalog entry")
+        }
+        let components: [StoredValue]
+        do {
+            components = try StoredValue.keyComponents(UnsafeRawBufferPointer(rebasing: key[keyStart...]))
+        } catch {
+            throw RecordDecodingFailure(kind: .undecodableKey, detail: "\(error)")
+        }
+        let layout = entry.key.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
+        guard components.count == entry.key.count, zip(entry.key, components).allSatisfy({ Self.keyValue($1, fits: $0.type) }) else {
+            throw RecordDecodingFailure(kind: .undecodableKey, detail: "the key \(StoredValue.array(components).json) does not fit the layout (\(layout))")
+        }
+        guard value.count >= 4 else {
+            throw RecordDecodingFailure(kind: .checksumMismatch, detail: "the value is \(value.count) bytes, too short for a record")
+        }
+        let body = UnsafeRawBufferPointer(rebasing: value[..<(value.count - 4)])
+        let stored = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: value.count - 4, as: UInt32.self))
+        guard RecordChecksum.of(key: key, value: body) == stored else {
+            throw RecordDecodingFailure(kind: .checksumMismatch, detail: "checksum mismatch: the stored key or value bytes were changed")
+        }
+        var reader = FieldReader(body)
+        do {
+            let rawVersion = try reader.readVarint()
+            guard let version = UInt32(exactly: rawVersion) else {
+                throw FieldDecodingError(offset: 0, reason: "schema version \(rawVersion) is not a 32-bit number")
+            }
+            guard let fields = entry.schemas.first(where: { $0.version == version })?.fields else {
+                let rest = Array(UnsafeRawBufferPointer(rebasing: body[reader.offset...]))
+                return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: [], undescribed: rest)
+            }
+            var decoded: [DecodedRecord.Field] = []
+            for field in fields {
+                let layout = FieldLayout(field.format)
+                guard layout.isDescribed else {
+                    let rest = Array(UnsafeRawBufferPointer(rebasing: body[reader.offset...]))
+                    decoded.append(.init(name: field.name, value: .opaque(format: field.format.descriptor, bytes: rest)))
+                    return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: decoded, undescribed: nil)
+                }
+                decoded.append(.init(name: field.name, value: try layout.read(&reader)))
+            }
+            try reader.finish()
+            return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: decoded, undescribed: nil)
+        } catch {
+            throw RecordDecodingFailure(kind: .undecodableFields, detail: "\(error)")
+        }
+    }
+
+    /// Whether a decoded key component can be a value of the Swift type named `type`; names of
+    /// types the catalog cannot judge (enums, your own key types) accept any component.
+    static func keyValue(_ value: StoredValue, fits type: String) -> Bool {
+        if type.hasPrefix("Optional<") && type.hasSuffix(">") {
+            if value == .null { return true }
+            return keyValue(value, fits: String(type.dropFirst("Optional<".count).dropLast()))
+        }
+        switch (type, value) {
+        case ("String", .string), ("Bool", .bool), ("Double", .double), ("Float", .float), ("UUID", .uuid), ("Date", .date),
+             ("Data", .bytes), ("Array<UInt8>", .bytes):
+            return true
+        case ("Int", .int), ("Int8", .int), ("Int16", .int), ("Int32", .int), ("Int64", .int),
+             ("UInt", .int), ("UInt8", .int), ("UInt16", .int), ("UInt32", .int), ("UInt64", .int), ("UInt64", .uint), ("UInt", .uint):
+            return true
+        case ("String", _), ("Bool", _), ("Double", _), ("Float", _), ("UUID", _), ("Date", _), ("Data", _), ("Array<UInt8>", _),
+             ("Int", _), ("Int8", _), ("Int16", _), ("Int32", _), ("Int64", _), ("UInt", _), ("UInt8", _), ("UInt16", _), ("UInt32", _), ("UInt64", _):
+            return false
+        default:
+            return true
+        }
+    }
+
+    /// The entry keys (and values) a readable index calls for, computed from a decoded record
+    /// without its Swift type; throws naming why not (a component that is not a stored field or
+    /// a key component, or whose format has no key encoding).
+    static func entries(of index: StoredIndex, keyspace: String, name: String, record: DecodedRecord,
+                        keyLayout: [(name: String, type: String)], primaryKey: UnsafeRawBufferPointer) throws(IndexUnverifiable) -> [[UInt8]] {
+        var combinations: [[UInt8]] = [SystemKey.indexEntries(keyspace: keyspace, name: name, generation: index.generation)]
+        for component in index.definition.components {
+            guard let value = record.value(named: component.name, keyLayout: keyLayout) else {
+                throw IndexUnverifiable(reason: "component \(component.name) is not a stored field or key component the catalog describes")
+            }
+            var encodings: [[UInt8]] = []
+            if component.multiValued {
+                guard case .array(let elements) = value else {
+                    throw IndexUnverifiable(reason: "multi-valued component \(component.name) is not an array or set field")
+                }
+                for element in elements {
+                    guard let bytes = element.keyEncoding else {
+                        throw IndexUnverifiable(reason: "the elements of \(component.name) have no key encoding")
+                    }
+                    if !encodings.contains(bytes) { encodings.append(bytes) }
+                }
+            } else {
+                guard let bytes = value.keyEncoding else {
+                    throw IndexUnverifiable(reason: "component \(component.name) has no key encoding")
+                }
+                encodings = [bytes]
+            }
+            combinations = combinations.flatMap { head in encodings.map { head + $0 } }
+        }
+        return combinations.map { $0 + primaryKey }
+    }
+}
+
+/// Why an index cannot be recomputed without the Swift type.
+struct IndexUnverifiable: Error {
+    let reason: String
+}

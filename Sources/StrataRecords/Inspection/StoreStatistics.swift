@@ -1,0 +1,130 @@
+import StrataEngine
+import StrataKeyCodec
+
+/// What a store holds (``Store/statistics()``): its manifest, its catalog and how many records and
+/// bytes each keyspace and index has. `strata stats` prints it.
+public struct StoreStatistics: Sendable, Encodable {
+    /// The manifest (RecordFormat.md, "Manifest").
+    public struct Manifest: Sendable, Hashable, Encodable {
+        public let engine: String
+        public let keyCodec: String
+        public let keyCodecVersion: UInt32
+        public let format: UInt32
+    }
+
+    /// One index of a keyspace.
+    public struct Index: Sendable, Hashable, Encodable {
+        public let name: String
+        /// `email: String, each tags: String`.
+        public let layout: String
+        public let unique: Bool
+        public let covering: Bool
+        public let state: String
+        public let generation: Int
+        /// Older generations whose entries are still stored.
+        public let retired: [Int]
+        /// Entries of the current generation, and their key and value bytes.
+        public var entries = 0
+        public var bytes = 0
+    }
+
+    /// One schema version written to a keyspace.
+    public struct Schema: Sendable, Hashable, Encodable {
+        public let version: UInt32
+        /// `name: format` per field, or `nil` when the writing type did not describe its fields.
+        public let fields: [String]?
+    }
+
+    /// One keyspace.
+    public struct Keyspace: Sendable, Hashable, Encodable {
+        public let name: String
+        /// `lastName: String, firstName: String`.
+        public let key: String
+        public let features: [String]
+        public let schemas: [Schema]
+        public var indexes: [Index]
+        public var records = 0
+        public var keyBytes = 0
+        public var valueBytes = 0
+    }
+
+    public let manifest: Manifest?
+    /// Store-wide features.
+    public let features: [String]
+    /// Keyspaces in name order (those with records but no catalog entry included, with an empty layout).
+    public var keyspaces: [Keyspace]
+    /// Online jobs with stored progress (an unfinished format upgrade or index build).
+    public var jobs: [String]
+    /// Keys of the store's own (manifest, catalog, jobs), index entries excluded.
+    public var systemKeys = 0
+    /// Keys that are neither Strata's nor record-shaped (another program's).
+    public var foreignKeys = 0
+}
+
+extension Store {
+    /// Reads what the store holds in one read transaction: manifest, features, the catalog
+    /// (keyspaces, key layouts, schema versions, indexes and their states), records and bytes
+    /// per keyspace, entries and bytes per index, and unfinished jobs. Reads every pair once.
+    public func statistics() throws -> StoreStatistics {
+        try engine.read { tx in
+            let catalog = try CatalogSnapshot(tx)
+            let manifest = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode)
+            let features = try tx.get(SystemKey.features).map(StrataRecords.Manifest.decodeFeatures) ?? []
+            var keyspaces: [String: StoreStatistics.Keyspace] = [:]
+            func keyspace(_ name: String) -> StoreStatistics.Keyspace {
+                if let found = keyspaces[name] { return found }
+                let entry = catalog.keyspaces[name]
+                let indexes = (catalog.indexes[name] ?? []).map { name, index in
+                    StoreStatistics.Index(name: name, layout: index.definition.layout, unique: index.definition.unique,
+                                          covering: index.definition.covering, state: "\(index.state)", generation: index.generation,
+                                          retired: index.retired)
+                }
+                return StoreStatistics.Keyspace(
+                    name: name, key: entry?.key.map { "\($0.name): \($0.type)" }.joined(separator: ", ") ?? "",
+                    features: entry?.features ?? [],
+                    schemas: entry?.schemas.map { StoreStatistics.Schema(version: $0.version, fields: $0.fields?.map { "\($0.name): \($0.format)" }) } ?? [],
+                    indexes: indexes)
+            }
+            for name in catalog.keyspaces.keys { keyspaces[name] = keyspace(name) }
+            for name in catalog.indexes.keys where keyspaces[name] == nil { keyspaces[name] = keyspace(name) }
+
+            var stats = StoreStatistics(
+                manifest: manifest.map { .init(engine: $0.engine, keyCodec: $0.codec, keyCodecVersion: $0.codecVersion, format: $0.format) },
+                features: features, keyspaces: [], jobs: [])
+            try tx.scan(SystemKey.nonSystem, reverse: false, limit: nil) { key, value in
+                guard let (name, _) = CatalogSnapshot.keyspace(of: key) else {
+                    stats.foreignKeys += 1
+                    return true
+                }
+                var space = keyspace(name)
+                space.records += 1
+                space.keyBytes += key.count
+                space.valueBytes += value.count
+                keyspaces[name] = space
+                return true
+            }
+            let entriesPrefix = SystemKey.prefix + KeyCodec.encode("ix")
+            let jobPrefix = SystemKey.prefix + KeyCodec.encode("job")
+            try tx.scan(.prefix(SystemKey.prefix), reverse: false, limit: nil) { key, value in
+                if key.starts(with: jobPrefix) {
+                    var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[jobPrefix.count...]))
+                    stats.jobs.append((try? reader.read(String.self)) ?? StoredValue.hex(key))
+                }
+                guard key.starts(with: entriesPrefix) else {
+                    stats.systemKeys += 1
+                    return true
+                }
+                var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[entriesPrefix.count...]))
+                guard let name = try? reader.read(String.self), let index = try? reader.read(String.self),
+                      let generation = try? reader.read(Int.self), var space = keyspaces[name],
+                      let i = space.indexes.firstIndex(where: { $0.name == index && $0.generation == generation }) else { return true }
+                space.indexes[i].entries += 1
+                space.indexes[i].bytes += key.count + value.count
+                keyspaces[name] = space
+                return true
+            }
+            stats.keyspaces = keyspaces.keys.sorted().map { keyspaces[$0]! }
+            return stats
+        }
+    }
+}

@@ -1,0 +1,259 @@
+import Foundation
+import StrataEngine
+import StrataKeyCodec
+
+/// One thing ``Store/verify(listing:progress:)`` found wrong, and where.
+public struct StoreProblem: Sendable, Hashable, Encodable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable, Encodable {
+        /// A keyspace's catalog entry or an index definition that cannot be decoded.
+        case corruptCatalog
+        /// A record in a keyspace the catalog has no entry for.
+        case uncataloguedRecord
+        /// A record key that does not decode, or does not fit its keyspace's key layout.
+        case undecodableKey
+        /// A record value whose checksum does not match its key and bytes.
+        case checksumMismatch
+        /// A record value whose fields do not decode with the catalog's layout for its version.
+        case undecodableFields
+        /// An index entry the records call for that is not stored.
+        case missingIndexEntry
+        /// A stored index entry no record calls for, or a covering entry whose value is not the record's.
+        case staleIndexEntry
+        /// An index entry of an index or generation the catalog does not list.
+        case orphanIndexEntry
+    }
+
+    public let kind: Kind
+    /// The key where the problem is (the record's, the entry's or the catalog entry's).
+    public let key: [UInt8]
+    public let detail: String
+
+    init(_ kind: Kind, key: some Sequence<UInt8>, _ detail: String) {
+        self.kind = kind
+        self.key = Array(key)
+        self.detail = detail
+    }
+
+    /// The key as text: decoded components when it decodes, else hex.
+    public var keyDescription: String { Self.describe(key) }
+
+    public var description: String { "\(kind.rawValue) at \(keyDescription): \(detail)" }
+
+    static func describe(_ key: [UInt8]) -> String {
+        let system = key.first == TypeCode.null
+        if let components = try? StoredValue.keyComponents(system ? key.dropFirst() : key[...]) {
+            return (system ? "system " : "") + StoredValue.array(components).json
+        }
+        return "hex " + StoredValue.hex(key)
+    }
+
+    private enum CodingKeys: String, CodingKey { case kind, key, keyHex, detail }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(keyDescription, forKey: .key)
+        try c.encode(StoredValue.hex(key), forKey: .keyHex)
+        try c.encode(detail, forKey: .detail)
+    }
+}
+
+/// How far a long inspection has come: pairs done out of the total, and the time so far.
+public struct InspectionProgress: Sendable, Hashable {
+    public let done: Int
+    public let total: Int
+    public let elapsed: Duration
+}
+
+/// What ``Store/verify(listing:progress:)`` found.
+public struct StoreVerification: Sendable, Encodable {
+    /// One index, as checked against its records.
+    public struct IndexCheck: Sendable, Hashable, Encodable {
+        public let keyspace: String
+        public let name: String
+        public let state: String
+        /// Whether the entries were compared with a recomputation from the records.
+        public var checked: Bool
+        /// Why not, when ``checked`` is `false`.
+        public var reason: String?
+        public var entries = 0
+        public var missing = 0
+        public var stale = 0
+    }
+
+    /// Every pair in the store: system keys, records, index entries and keys of other programs.
+    public var pairs = 0
+    public var records = 0
+    public var indexEntries = 0
+    /// Keys that are neither Strata's nor record-shaped (another program's): left alone, not problems.
+    public var foreignKeys = 0
+    /// Records whose checksum matched but whose version's fields the catalog does not describe.
+    public var undescribedRecords = 0
+    public var indexes: [IndexCheck] = []
+    /// How many problems were found; ``problems`` lists the first of them.
+    public var problemCount = 0
+    public var problems: [StoreProblem] = []
+    /// Whether nothing is wrong.
+    public var isClean: Bool { problemCount == 0 }
+
+    mutating func add(_ problem: StoreProblem, listing limit: Int) {
+        problemCount += 1
+        if problems.count < limit { problems.append(problem) }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case clean, pairs, records, indexEntries, foreignKeys, undescribedRecords, indexes, problemCount, problems
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(isClean, forKey: .clean)
+        try c.encode(pairs, forKey: .pairs)
+        try c.encode(records, forKey: .records)
+        try c.encode(indexEntries, forKey: .indexEntries)
+        try c.encode(foreignKeys, forKey: .foreignKeys)
+        try c.encode(undescribedRecords, forKey: .undescribedRecords)
+        try c.encode(indexes, forKey: .indexes)
+        try c.encode(problemCount, forKey: .problemCount)
+        try c.encode(problems, forKey: .problems)
+    }
+}
+
+extension Store {
+    /// Checks the whole store in one read transaction, without any Swift record type: every
+    /// catalog entry and index definition decodes; every record is in a catalogued keyspace, its
+    /// key fits the key layout, its checksum matches and its fields decode with the catalog's
+    /// layout for its version; every readable index equals a recomputation from its records
+    /// (missing and stale entries), and no entry belongs to an index or generation the catalog
+    /// does not list. The manifest was checked when the store opened.
+    ///
+    /// Lists the first `limit` problems (all are counted). `progress` is called about every
+    /// 1,000 pairs; reads every pair twice (a count, then the checks). An index whose components
+    /// are not stored fields or key components the catalog describes (a codec's, JSON) is
+    /// reported as not checked, with the reason.
+    public func verify(listing limit: Int = 10, progress: (InspectionProgress) -> Void = { _ in }) throws -> StoreVerification {
+        let clock = ContinuousClock()
+        let start = clock.now
+        return try engine.read { tx in
+            var report = StoreVerification()
+            let catalog = try CatalogSnapshot(tx)
+            for problem in catalog.problems { report.add(problem, listing: limit) }
+            var total = 0
+            try tx.scan(.all, reverse: false, limit: nil) { _, _ in total += 1; return true }
+
+            // The readable indexes that can be recomputed, and the entries their records call for.
+            struct Expectation { var check: StoreVerification.IndexCheck; var index: StoredIndex; var entries: [[UInt8]: [UInt8]] = [:] }
+            var expectations: [String: [String: Expectation]] = [:]
+            for (keyspace, list) in catalog.indexes {
+                for (name, index) in list {
+                    var check = StoreVerification.IndexCheck(keyspace: keyspace, name: name, state: "\(index.state)", checked: index.state == .readable)
+                    if index.state != .readable { check.reason = "not readable" }
+                    expectations[keyspace, default: [:]][name] = Expectation(check: check, index: index)
+                }
+            }
+
+            // Records reported as damaged: their entries are not reported again as stale.
+            var unreadable = Set<[UInt8]>()
+            var done = 0
+            func tick() {
+                done += 1
+                if done % 1_000 == 0 { progress(InspectionProgress(done: done, total: total, elapsed: clock.now - start)) }
+            }
+            try tx.scan(SystemKey.nonSystem, reverse: false, limit: nil) { key, value in
+                tick()
+                report.pairs += 1
+                guard let (keyspace, keyStart) = CatalogSnapshot.keyspace(of: key) else {
+                    report.foreignKeys += 1
+                    return true
+                }
+                report.records += 1
+                let record: DecodedRecord
+                do {
+                    record = try catalog.decode(key: key, value: value)
+                } catch let failure as RecordDecodingFailure {
+                    report.add(StoreProblem(failure.kind, key: key, failure.detail), listing: limit)
+                    unreadable.insert(Array(key))
+                    return true
+                }
+                if record.undescribed != nil { report.undescribedRecords += 1 }
+                guard var indexes = expectations[keyspace], let entry = catalog.keyspaces[keyspace] else { return true }
+                for (name, var expectation) in indexes where expectation.check.checked {
+                    if record.undescribed != nil {
+                        expectation.check.checked = false
+                        expectation.check.reason = "records of version \(record.version) have no field layout in the catalog"
+                    } else {
+                        do {
+                            let keys = try CatalogSnapshot.entries(
+                                of: expectation.index, keyspace: keyspace, name: name, record: record, keyLayout: entry.key,
+                                primaryKey: UnsafeRawBufferPointer(rebasing: key[keyStart...]))
+                            let stored = expectation.index.definition.covering ? Array(value) : []
+                            for k in keys { expectation.entries[k] = stored }
+                        } catch let unverifiable as IndexUnverifiable {
+                            expectation.check.checked = false
+                            expectation.check.reason = unverifiable.reason
+                        }
+                    }
+                    if !expectation.check.checked { expectation.entries = [:] }
+                    indexes[name] = expectation
+                }
+                expectations[keyspace] = indexes
+                return true
+            }
+
+            // The system keys; index entries must belong to a listed generation and match their records.
+            let entriesPrefix = SystemKey.prefix + KeyCodec.encode("ix")
+            try tx.scan(.prefix(SystemKey.prefix), reverse: false, limit: nil) { key, value in
+                tick()
+                report.pairs += 1
+                guard key.starts(with: entriesPrefix) else { return true }
+                report.indexEntries += 1
+                var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[entriesPrefix.count...]))
+                guard let keyspace = try? reader.read(String.self), let name = try? reader.read(String.self),
+                      let generation = try? reader.read(Int.self) else {
+                    report.add(StoreProblem(.orphanIndexEntry, key: key, "the entry key does not name an index"), listing: limit)
+                    return true
+                }
+                guard var expectation = expectations[keyspace]?[name] else {
+                    report.add(StoreProblem(.orphanIndexEntry, key: key, "the catalog has no index \(keyspace).\(name)"), listing: limit)
+                    return true
+                }
+                if generation == expectation.index.generation {
+                    expectation.check.entries += 1
+                    if expectation.check.checked {
+                        let stored = Array(key)
+                        if let want = expectation.entries.removeValue(forKey: stored), want.elementsEqual(value) {
+                        } else if let record = Self.recordKey(ofEntry: &reader, keyspace: keyspace, components: expectation.index.definition.components.count),
+                                  unreadable.contains(record) {
+                        } else {
+                            expectation.check.stale += 1
+                            report.add(StoreProblem(.staleIndexEntry, key: key, "index \(keyspace).\(name): no record calls for this entry, or its value is not the record's"), listing: limit)
+                        }
+                    }
+                    expectations[keyspace]![name] = expectation
+                } else if !expectation.index.retired.contains(generation) {
+                    report.add(StoreProblem(.orphanIndexEntry, key: key, "index \(keyspace).\(name) has no generation \(generation)"), listing: limit)
+                }
+                return true
+            }
+            for keyspace in expectations.keys.sorted() {
+                for name in expectations[keyspace]!.keys.sorted() {
+                    var expectation = expectations[keyspace]![name]!
+                    expectation.check.missing = expectation.entries.count
+                    for missing in expectation.entries.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                        report.add(StoreProblem(.missingIndexEntry, key: missing, "index \(keyspace).\(name): a record calls for this entry"), listing: limit)
+                    }
+                    report.indexes.append(expectation.check)
+                }
+            }
+            progress(InspectionProgress(done: done, total: total, elapsed: clock.now - start))
+            return report
+        }
+    }
+
+    /// The key of the record an index entry belongs to: the keyspace, then what follows the
+    /// entry's `components` values.
+    private static func recordKey(ofEntry reader: inout KeyReader, keyspace: String, components: Int) -> [UInt8]? {
+        for _ in 0..<components { guard (try? reader.skipComponent()) != nil else { return nil } }
+        return KeyCodec.encode(keyspace) + Array(UnsafeRawBufferPointer(rebasing: reader.bytes[reader.offset...]))
+    }
+}

@@ -1,0 +1,237 @@
+import ArgumentParser
+import Foundation
+import StrataEngine
+import StrataRecords
+
+/// `strata stats PATH`: what a store holds.
+struct Stats: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a store's manifest, catalog, indexes, record counts and file sizes.", discussion: ToolExit.help)
+
+    @Argument(help: "The store's directory.") var path: String
+    @Option(help: "The store's engine (detected from its files when left out).") var engine: EngineChoice?
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        try runTool {
+            let location = try StoreLocation(path: path, engine: engine)
+            let store = try location.openReadOnly()
+            defer { try? store.close() }
+            let stats = try toolStep(path) { try store.statistics() }
+            let files = fileSizes(path)
+            if json {
+                struct Output: Encodable { let path: String; let engine: String; let files: [String: Int]; let store: StoreStatistics }
+                print(try jsonText(Output(path: path, engine: location.kind.name, files: files, store: stats)))
+                return ToolExit.ok
+            }
+            print("store \(path) (\(location.kind.name))")
+            if let m = stats.manifest {
+                print("manifest: engine \(m.engine), keys \(m.keyCodec) v\(m.keyCodecVersion), format \(m.format)")
+            } else {
+                print("manifest: none (an empty store)")
+            }
+            if !stats.features.isEmpty { print("features: \(stats.features.joined(separator: ", "))") }
+            for (name, size) in files.sorted(by: { $0.key < $1.key }) { print("file \(name): \(size) bytes") }
+            for k in stats.keyspaces {
+                print("keyspace \(k.name): \(k.records) records, \(k.keyBytes) key bytes, \(k.valueBytes) value bytes")
+                print("  key (\(k.key))" + (k.features.isEmpty ? "" : ", features: \(k.features.joined(separator: ", "))"))
+                for s in k.schemas {
+                    print("  version \(s.version): " + (s.fields.map { $0.isEmpty ? "no fields" : $0.joined(separator: ", ") } ?? "fields not described"))
+                }
+                for i in k.indexes {
+                    let kind = [i.unique ? "unique" : nil, i.covering ? "covering" : nil].compactMap { $0 }.joined(separator: ", ")
+                    print("  index \(i.name) (\(i.layout))\(kind.isEmpty ? "" : " \(kind)"): \(i.state), generation \(i.generation)"
+                          + (i.retired.isEmpty ? "" : ", retired \(i.retired.map(String.init).joined(separator: ", "))")
+                          + ", \(i.entries) entries, \(i.bytes) bytes")
+                }
+            }
+            if !stats.jobs.isEmpty { print("unfinished jobs: \(stats.jobs.joined(separator: ", "))") }
+            print("system keys: \(stats.systemKeys), keys of other programs: \(stats.foreignKeys)")
+            return ToolExit.ok
+        }
+    }
+
+    /// The sizes of the regular files in the store's directory.
+    private func fileSizes(_ path: String) -> [String: Int] {
+        var sizes: [String: Int] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).appendingPathComponent(name))
+            if attributes?[.type] as? FileAttributeType == .typeRegular { sizes[name] = (attributes?[.size] as? Int) ?? 0 }
+        }
+        return sizes
+    }
+}
+
+/// `strata dump PATH`: records as JSON Lines.
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print records as JSON Lines, decoded through the store's catalog (no Swift types needed).",
+        discussion: """
+            Each line: {"keyspace":…,"key":[…],"version":…,"fields":{…}}. Fields of formats the catalog cannot \
+            describe (a codec's or a type's own) come as {"format":…,"hex":…}. A record that cannot be decoded \
+            is printed as {"problem":…} and counted; the exit status is then 1. \(ToolExit.help)
+            """)
+
+    @Argument(help: "The store's directory.") var path: String
+    @Option(help: "The store's engine (detected from its files when left out).") var engine: EngineChoice?
+    @Option(help: "Only this keyspace.") var keyspace: String?
+    @Option(help: "Leading key components to start at (inclusive), as a JSON array: '[\"Dallas\"]'. Needs --keyspace.") var from: String?
+    @Option(help: "Leading key components to stop before (exclusive), as a JSON array. Needs --keyspace.") var to: String?
+    @Flag(help: "Print every stored pair as hex, undecoded: {\"key\":…,\"value\":…}.") var raw = false
+    @Option(help: "At most this many lines.") var limit: Int?
+
+    func run() throws {
+        try runTool {
+            let location = try StoreLocation(path: path, engine: engine)
+            let store = try location.openReadOnly()
+            defer { try? store.close() }
+            var printed = 0
+            var problems = 0
+            let output = FileHandle.standardOutput
+            if raw {
+                try toolStep(path) {
+                    try store.dumpRaw { key, value in
+                        output.write(Data("{\"key\":\"\(hex(key))\",\"value\":\"\(hex(value))\"}\n".utf8))
+                        printed += 1
+                        return limit.map { printed < $0 } ?? true
+                    }
+                }
+                return ToolExit.ok
+            }
+            let layout = try toolStep(path) { try store.keyspaces().first { $0.name == keyspace }?.key ?? [] }
+            let start = try keyComponents(from, layout: layout, option: "--from")
+            let end = try keyComponents(to, layout: layout, option: "--to")
+            try toolStep(path) {
+                try store.dump(keyspace: keyspace, from: start, to: end) { item in
+                    switch item {
+                    case .success(let record): output.write(Data((record.jsonLine + "\n").utf8))
+                    case .failure(let problem):
+                        problems += 1
+                        output.write(Data("{\"problem\":\(jsonString(problem.description)),\"keyHex\":\"\(hex(problem.key))\"}\n".utf8))
+                    }
+                    printed += 1
+                    return limit.map { printed < $0 } ?? true
+                }
+            }
+            if problems > 0 {
+                FileHandle.standardError.write(Data("strata: \(path): \(problems) records could not be decoded\n".utf8))
+                return ToolExit.problems
+            }
+            return ToolExit.ok
+        }
+    }
+
+    /// A JSON array of leading key components, read with the keyspace's key layout (a string
+    /// is a UUID or an ISO 8601 date where the layout says so).
+    private func keyComponents(_ text: String?, layout: [KeyComponentDescription], option: String) throws -> [StoredValue] {
+        guard let text else { return [] }
+        guard keyspace != nil else { throw ToolFailure("\(option) needs --keyspace", status: 64) }
+        guard let array = try? JSONDecoder().decode([JSONScalar].self, from: Data(text.utf8)) else {
+            throw ToolFailure("\(option) \(text): not a JSON array of strings, numbers, booleans or nulls", status: 64)
+        }
+        guard array.count <= layout.count else {
+            throw ToolFailure("\(option): \(array.count) components, the key of \(keyspace!) has \(layout.count)", status: 64)
+        }
+        return try zip(array, layout).map { value, component in
+            let type = component.type.replacingOccurrences(of: "Optional<", with: "").replacingOccurrences(of: ">", with: "")
+            switch (value, type) {
+            case (.null, _): return .null
+            case (.bool(let b), _): return .bool(b)
+            case (.number(let n), "Double"): return .double(n)
+            case (.number(let n), "Float"): return .float(Float(n))
+            case (.integer(let n), "Double"): return .double(Double(n))
+            case (.integer(let n), "Float"): return .float(Float(n))
+            case (.integer(let n), _): return .int(n)
+            case (.number(let n), _): throw ToolFailure("\(option): \(n) is not an integer, and \(component.name) is \(component.type)", status: 64)
+            case (.string(let s), "UUID"):
+                guard let uuid = UUID(uuidString: s) else { throw ToolFailure("\(option): \(s) is not a UUID", status: 64) }
+                return .uuid(uuid)
+            case (.string(let s), "Date"):
+                let formatter = ISO8601DateFormatter()
+                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                guard let date = formatter.date(from: s) ?? ISO8601DateFormatter().date(from: s) else {
+                    throw ToolFailure("\(option): \(s) is not an ISO 8601 date", status: 64)
+                }
+                return .date(date.timeIntervalSinceReferenceDate)
+            case (.string(let s), _): return .string(s)
+            }
+        }
+    }
+}
+
+/// One element of a `--from` or `--to` array.
+private enum JSONScalar: Decodable {
+    case null, bool(Bool), integer(Int64), number(Double), string(String)
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let i = try? c.decode(Int64.self) { self = .integer(i) }
+        else if let d = try? c.decode(Double.self) { self = .number(d) }
+        else { self = .string(try c.decode(String.self)) }
+    }
+}
+
+/// `strata verify PATH`: every checksum, key, field and index entry.
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a store: manifest, catalog, every record's key, checksum and fields, every index against its records.",
+        discussion: ToolExit.help)
+
+    @Argument(help: "The store's directory.") var path: String
+    @Option(help: "The store's engine (detected from its files when left out).") var engine: EngineChoice?
+    @Flag(help: "Print JSON.") var json = false
+    @Option(help: "List at most this many problems (all are counted).") var list = 10
+
+    func run() throws {
+        try runTool {
+            let location = try StoreLocation(path: path, engine: engine)
+            let store = try location.openReadOnly()
+            defer { try? store.close() }
+            let progress = ProgressLine("verify \(path)")
+            var last: InspectionProgress?
+            let report = try toolStep(path) { try store.verify(listing: list) { p in last = p; progress.update(p) } }
+            if let last { progress.finish(last) }
+            if json {
+                print(try jsonText(report))
+            } else {
+                print("\(path): \(report.pairs) pairs, \(report.records) records, \(report.indexEntries) index entries"
+                      + (report.foreignKeys > 0 ? ", \(report.foreignKeys) keys of other programs (left alone)" : "")
+                      + (report.undescribedRecords > 0 ? ", \(report.undescribedRecords) records whose fields the catalog does not describe" : ""))
+                for index in report.indexes {
+                    print("index \(index.keyspace).\(index.name): " + (index.checked
+                        ? "\(index.entries) entries, \(index.missing) missing, \(index.stale) stale"
+                        : "not checked (\(index.reason ?? "?"))"))
+                }
+                for problem in report.problems { print("problem: \(problem)") }
+                if report.problemCount > report.problems.count { print("… and \(report.problemCount - report.problems.count) more problems") }
+                print(report.isClean ? "ok: nothing wrong" : "\(report.problemCount) problems")
+            }
+            return report.isClean ? ToolExit.ok : ToolExit.problems
+        }
+    }
+}
+
+/// Runs one step on an open store, turning its errors into a line naming the store.
+func toolStep<R>(_ path: String, _ body: () throws -> R) throws -> R {
+    do {
+        return try body()
+    } catch let failure as ToolFailure {
+        throw failure
+    } catch {
+        throw ToolFailure("\(path): \(error)")
+    }
+}
+
+func jsonText<T: Encodable>(_ value: T) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}
+
+func jsonString(_ s: String) -> String {
+    String(decoding: (try? JSONEncoder().encode(s)) ?? Data("\"\"".utf8), as: UTF8.self)
+}
+
+func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
