@@ -127,7 +127,7 @@ let package = Package(
             name: "StrataAdapterTests",
             dependencies: [
                 "StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataBundledEngines", "StrataConformance",
-                "StrataRecordConformance", "StrataRecords", "StrataKeyCodec", "CLMDB",
+                "StrataRecordConformance", "StrataRecords", "StrataKeyCodec", "CLMDB", "CLevelDB",
             ]
         ),
     ],

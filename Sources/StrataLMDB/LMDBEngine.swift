@@ -117,8 +117,23 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
             mdb_txn_abort(txn)
             throw lmdbError(rc, "opening the main database", path: path)
         }
+        // A main database made with flags (by mdb_load or another program) orders or stores
+        // keys otherwise than bytewise, one value per key: refused before anything is written.
+        var stored: UInt32 = 0
+        mdb_dbi_flags(txn, dbi, &stored)
+        if let flag = Self.foreignFlags.first(where: { stored & $0.flag != 0 }) {
+            mdb_txn_abort(txn)
+            throw .notAStore(path: path, reason: "data.mdb's main database was made with \(flag.name) (keys not in bytewise order, or several values per key)")
+        }
         try check(readOnly ? { mdb_txn_abort(txn); return MDB_SUCCESS }() : mdb_txn_commit(txn), "committing the open transaction", path: path)
     }
+
+    /// Main-database flags of other programs' environments that Strata cannot keep its contract
+    /// over: each changes the order of keys or allows several values under one key.
+    static let foreignFlags: [(flag: UInt32, name: String)] = [
+        (UInt32(MDB_REVERSEKEY), "MDB_REVERSEKEY"), (UInt32(MDB_DUPSORT), "MDB_DUPSORT"), (UInt32(MDB_INTEGERKEY), "MDB_INTEGERKEY"),
+        (UInt32(MDB_DUPFIXED), "MDB_DUPFIXED"), (UInt32(MDB_INTEGERDUP), "MDB_INTEGERDUP"), (UInt32(MDB_REVERSEDUP), "MDB_REVERSEDUP"),
+    ]
 
     deinit {
         if let env { mdb_env_close(env) }

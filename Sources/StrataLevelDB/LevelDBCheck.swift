@@ -20,6 +20,10 @@ func levelDBError(_ message: String, _ operation: String, path: String) -> Engin
     if message.contains("Permission denied") || message.contains("Read-only file system") {
         return .permissionDenied(path: path, detail: "\(message) - while \(operation)")
     }
+    // The store was made with another comparator: its keys are in another order.
+    if message.contains("does not match existing comparator") {
+        return .notAStore(path: path, reason: "a LevelDB store made with another comparator (\(message))")
+    }
     if message.hasPrefix("Corruption") { return .corrupt(path: path, detail: "\(message) - while \(operation)") }
     if message.contains("does not exist (create_if_missing is false)") { return .notFound(path: path) }
     return .engineFailure(engine: "LevelDB", code: 0, message: message, operation: operation)

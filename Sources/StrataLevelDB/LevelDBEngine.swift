@@ -67,7 +67,7 @@ final class LevelDBStorage: KeyValueStorage, @unchecked Sendable {
     init(path: String, context: StorageContext, leveldb: LevelDBOptions) throws {
         self.path = path
         services = context.services
-        try Self.checkManifest(path)
+        try LevelDBFileCheck.validate(path)
         dbOptions = leveldb_options_create()
         leveldb_options_set_create_if_missing(dbOptions, context.options.mode == .create ? 1 : 0)
         // Report corruption instead of skipping it: by default LevelDB opens a store whose
@@ -83,23 +83,6 @@ final class LevelDBStorage: KeyValueStorage, @unchecked Sendable {
         leveldb_writeoptions_set_sync(writeOptions, context.options.durability == .full ? 1 : 0)
         // Every property is set, so a throw here runs deinit, which frees the options.
         try openDatabase("opening the database")
-    }
-
-    /// Before LevelDB touches the directory (it rotates its info log even to report an error):
-    /// an existing `CURRENT` must name a manifest that exists and is not empty.
-    private static func checkManifest(_ path: String) throws(EngineError) {
-        let current = (path as NSString).appendingPathComponent("CURRENT")
-        guard FileManager.default.fileExists(atPath: current) else { return }
-        guard let text = try? String(contentsOfFile: current, encoding: .utf8),
-              text.hasPrefix("MANIFEST-"), text.hasSuffix("\n"),
-              text.dropFirst(9).dropLast().allSatisfy(\.isNumber) else {
-            throw .corrupt(path: path, detail: "CURRENT does not name a LevelDB manifest")
-        }
-        let manifest = (path as NSString).appendingPathComponent(String(text.dropLast()))
-        let size = (try? FileManager.default.attributesOfItem(atPath: manifest)[.size] as? NSNumber)?.intValue ?? -1
-        guard size > 0 else {
-            throw .corrupt(path: path, detail: "\(text.dropLast()) is \(size < 0 ? "missing" : "empty") (truncated?)")
-        }
     }
 
     deinit {

@@ -155,7 +155,11 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
         let kv = tables["kv"]?.replacingOccurrences(of: #"CREATE TABLE "kv"("#, with: "CREATE TABLE kv(")
         if tables.count == 1 && kv == SQLiteEngine.schema { return .strict }
         if tables.count == 1 && kv == SQLiteEngine.looseSchema { return .loose }
-        if let kv = tables["kv"] {
+        if let kv {
+            if kv == SQLiteEngine.schema || kv == SQLiteEngine.looseSchema {
+                let others = tables.keys.filter { $0 != "kv" }.sorted()
+                throw EngineError.notAStore(path: path, reason: "data.sqlite holds Strata's kv table and other tables (\(others.joined(separator: ", "))): another program's database")
+            }
             throw EngineError.notAStore(path: path, reason: "data.sqlite has a different kv table: \(kv)")
         }
         throw EngineError.notAStore(path: path, reason: "data.sqlite holds other tables (\(tables.keys.sorted().joined(separator: ", "))) and no kv table")

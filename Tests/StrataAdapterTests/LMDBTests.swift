@@ -110,6 +110,35 @@ struct LMDBTests {
         try store.close()
     }
 
+    @Test("a main database mdb_load made with a flag is refused naming the flag, files untouched",
+          arguments: [("reversekey", "MDB_REVERSEKEY"), ("dupsort", "MDB_DUPSORT"), ("integerkey", "MDB_INTEGERKEY")])
+    func foreignFlags(option: String, flag: String) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        // mdb_dump's text format: the header names the flag, then key and value lines in hex.
+        let input = dir.path + "-input"
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        try "VERSION=3\nformat=bytevalue\ntype=btree\n\(option)=1\nHEADER=END\n 0100000000000000\n 76\n 0200000000000000\n 77\nDATA=END\n"
+            .write(toFile: input, atomically: true, encoding: .utf8)
+        let load = try runProgram(try tool("mdb_load", package: "lmdb-utils"), ["-f", input, dir.path])
+        #expect(load.status == 0, "\(load.output)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/data.mdb"))
+        for mode in [OpenMode.openExisting, .readOnly, .create] {
+            #expect(throws: EngineError.notAStore(path: dir.path, reason: "data.mdb's main database was made with \(flag) (keys not in bytewise order, or several values per key)")) {
+                try LMDBEngine(path: dir.path, options: EngineOptions(mode: mode))
+            }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/data.mdb")) == before)
+        // The same file without the flag opens: the refusal is the flag's, not mdb_load's.
+        try FileManager.default.removeItem(atPath: dir.path + "/data.mdb")
+        try? FileManager.default.removeItem(atPath: dir.path + "/lock.mdb")
+        try String(contentsOfFile: input, encoding: .utf8).replacingOccurrences(of: "\(option)=1\n", with: "").write(toFile: input, atomically: true, encoding: .utf8)
+        #expect(try runProgram(try tool("mdb_load", package: "lmdb-utils"), ["-f", input, dir.path]).status == 0)
+        let plain = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        #expect(try plain.read { try $0.keys() }.count == 2)
+        try plain.close()
+    }
+
     @Test("a store written through the adapter opens with mdb_stat")
     func mdbStat() throws {
         let dir = TemporaryDirectory()

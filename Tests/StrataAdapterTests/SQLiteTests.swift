@@ -54,6 +54,20 @@ struct SQLiteTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)
     }
 
+    @Test("a database holding Strata's kv table beside other tables is refused, saying what was found")
+    func extraTable() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let file = dir.path + "/data.sqlite"
+        try runProgram(try tool("sqlite3", package: "sqlite3"),
+                       [file, "CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) STRICT, WITHOUT ROWID; CREATE TABLE notes(t TEXT);"])
+        let before = try Data(contentsOf: URL(fileURLWithPath: file))
+        #expect(throws: EngineError.notAStore(path: dir.path, reason: "data.sqlite holds Strata's kv table and other tables (notes): another program's database")) {
+            try SQLiteEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)
+    }
+
     static let looseTable = "CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
 
     @Test("the sqlite3 shell cannot put a TEXT key or an INTEGER value into a store's table")
