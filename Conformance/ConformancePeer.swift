@@ -152,21 +152,22 @@ final class PeerProcess: @unchecked Sendable {
     private let output = Pipe()
     private let lock = NSCondition()
     private var buffer = ""
+    private var reader: PipeReader?
 
     init(_ peer: ConformancePeer, directory: String) throws {
         process.executableURL = URL(fileURLWithPath: peer.executable)
         process.arguments = peer.arguments + [directory]
         process.standardInput = input
         process.standardOutput = output
-        output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+        try process.run()
+        reader = PipeReader(output.fileHandleForReading) { [weak self] data in
             guard let self else { return }
-            let text = String(decoding: handle.availableData, as: UTF8.self)
+            let text = String(decoding: data, as: UTF8.self)
             lock.withLock {
                 buffer += text
                 lock.broadcast()
             }
         }
-        try process.run()
         let first = try nextLine()
         if first != "ready" { throw ConformanceFailure("the peer process: \(first)") }
     }
@@ -209,7 +210,8 @@ final class PeerProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(10)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         if process.isRunning { process.terminate() }
-        output.fileHandleForReading.readabilityHandler = nil
+        process.waitUntilExit()
+        reader?.waitForEnd()
     }
 }
 

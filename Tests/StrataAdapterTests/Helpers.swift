@@ -1,4 +1,5 @@
 import Foundation
+import StrataConformance
 
 /// Runs a program to its end; returns its exit status and what it printed (stdout and stderr).
 /// `environment` adds to (or replaces entries of) this process's environment.
@@ -57,17 +58,18 @@ final class BackgroundProcess: @unchecked Sendable {
     private let pipe = Pipe()
     private let lock = NSLock()
     private var buffer = ""
+    private var reader: PipeReader?
 
     init(_ executable: String, _ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardOutput = pipe
         process.standardError = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
+        try process.run()
+        reader = PipeReader(pipe.fileHandleForReading) { [weak self] data in
+            let text = String(decoding: data, as: UTF8.self)
             self?.lock.withLock { self?.buffer += text }
         }
-        try process.run()
     }
 
     /// Waits up to `seconds` until the output contains `text`.

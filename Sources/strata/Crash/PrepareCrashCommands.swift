@@ -161,16 +161,15 @@ final class ChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var partial = ""
     private var complete: [String] = []
+    private var reader: PipeReader?
 
     init(_ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         process.arguments = arguments
         process.standardOutput = pipe
         process.standardError = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.take(handle.availableData)
-        }
         try process.run()
+        reader = PipeReader(pipe.fileHandleForReading) { [weak self] in self?.take($0) }
     }
 
     private func take(_ data: Data) {
@@ -206,7 +205,6 @@ final class ChildProcess: @unchecked Sendable {
     func kill() {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        pipe.fileHandleForReading.readabilityHandler = nil
-        take(pipe.fileHandleForReading.readDataToEndOfFile())
+        reader?.waitForEnd()
     }
 }
