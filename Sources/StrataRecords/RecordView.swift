@@ -86,13 +86,14 @@ extension TransactionContext {
     func makeView<R: Record>(
         _: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int, sameFields: Set<UInt32>
     ) throws -> RecordView<R> {
-        guard key.count >= prefixLength, value.count >= 4 else {
+        guard key.count >= prefixLength else {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(value.count) bytes, too short for a record")
         }
-        let body = UnsafeRawBufferPointer(rebasing: value[..<(value.count - 4)])
-        let storedChecksum = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: value.count - 4, as: UInt32.self))
-        guard RecordChecksum.of(key: key, value: body) == storedChecksum else {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: "checksum mismatch: the stored key or value bytes were changed")
+        let body: UnsafeRawBufferPointer
+        do throws(RecordChecksum.Mismatch) {
+            body = try RecordChecksum.body(ofKey: key, value: value)
+        } catch {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: error.detail)
         }
         var reader = FieldReader(body)
         let version: UInt64

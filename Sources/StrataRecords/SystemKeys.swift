@@ -26,6 +26,23 @@ enum SystemKey {
     /// The progress of an online job (the format upgrade; later index builds).
     static func job(_ name: String) -> [UInt8] { prefix + KeyCodec.encode("job", name) }
 
+    /// What every index definition's key starts with (then keyspace and name).
+    static let indexDefinitions = prefix + KeyCodec.encode("index")
+    /// What every index entry's key starts with (then keyspace, name, generation, values, key).
+    static let allIndexEntries = prefix + KeyCodec.encode("ix")
+    /// What every job's progress key starts with (then the job's name).
+    static let jobs = prefix + KeyCodec.encode("job")
+
+    /// The index an entry key belongs to, and where its values start; `nil` for a key that is
+    /// not an index entry or does not name an index.
+    static func indexEntry(_ key: UnsafeRawBufferPointer) -> (keyspace: String, name: String, generation: Int, valuesStart: Int)? {
+        guard key.starts(with: allIndexEntries) else { return nil }
+        var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[allIndexEntries.count...]))
+        guard let keyspace = try? reader.read(String.self), let name = try? reader.read(String.self),
+              let generation = try? reader.read(Int.self) else { return nil }
+        return (keyspace, name, generation, allIndexEntries.count + reader.offset)
+    }
+
     /// Every key that is not a system key: where records live.
     static let nonSystem = KeyRange(lower: .inclusive([TypeCode.null + 1]), upper: .unbounded)
 }

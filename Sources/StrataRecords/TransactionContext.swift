@@ -236,13 +236,11 @@ public final class TransactionContext {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: shorter than the keyspace prefix")
         }
         // The last 4 bytes are the checksum over key and value: damaged bytes never reach the decoders.
-        guard value.count >= 4 else {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(value.count) bytes, too short for a record")
-        }
-        let body = UnsafeRawBufferPointer(rebasing: value[..<(value.count - 4)])
-        let storedChecksum = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: value.count - 4, as: UInt32.self))
-        guard RecordChecksum.of(key: key, value: body) == storedChecksum else {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: "checksum mismatch: the stored key or value bytes were changed")
+        let body: UnsafeRawBufferPointer
+        do throws(RecordChecksum.Mismatch) {
+            body = try RecordChecksum.body(ofKey: key, value: value)
+        } catch {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: error.detail)
         }
         var keyReader = KeyReader(UnsafeRawBufferPointer(rebasing: key[prefixLength...]))
         var fields = FieldReader(body)

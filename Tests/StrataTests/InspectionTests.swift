@@ -254,20 +254,20 @@ struct InspectionTests {
             }
         }
         for t in 1...50 { try commit(t) }
-        let stop = Flag()
-        let committed = Counter(50)
+        let stop = Locked(false)
+        let committed = Locked(50)
         let writer = Thread {
             var t = 51
-            while !stop.isSet {
+            while !stop.value {
                 do { try commit(t) } catch { Issue.record("writer: \(error)"); return }
-                committed.set(t)
+                committed.value = t
                 t += 1
             }
         }
         writer.start()
         let destination = (kind.declaration.marker == nil ? BundledEngines.onDisk[0] : kind).configuration(path: dir.path + "/backup")
         try store.copy(to: destination, batchSize: 20) { _ in usleep(2_000) }
-        stop.set()
+        stop.value = true
         while !writer.isFinished { usleep(1_000) }
 
         let backup = try Store(destination, mode: .openExisting)
@@ -283,19 +283,15 @@ struct InspectionTests {
     }
 }
 
-private final class Flag: @unchecked Sendable {
+/// A value shared between the test and its writer thread.
+private final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
-}
-
-private final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Int
-    init(_ value: Int) { current = value }
-    var value: Int { lock.withLock { current } }
-    func set(_ value: Int) { lock.withLock { current = value } }
+    private var current: Value
+    init(_ value: Value) { current = value }
+    var value: Value {
+        get { lock.withLock { current } }
+        set { lock.withLock { current = newValue } }
+    }
 }
 
 extension KeyValueEngine {

@@ -18,7 +18,7 @@ struct CatalogSnapshot {
                 problems.append(StoreProblem(.corruptCatalog, key: key, "\(error)"))
             }
         }
-        let indexPrefix = SystemKey.prefix + KeyCodec.encode("index")
+        let indexPrefix = SystemKey.indexDefinitions
         for (key, value) in try tx.pairs(KeyRange.components(prefix: indexPrefix)) {
             do {
                 let (keyspace, name) = try key.withUnsafeBytes { raw throws -> (String, String) in
@@ -125,13 +125,11 @@ extension CatalogSnapshot {
         guard components.count == entry.key.count, zip(entry.key, components).allSatisfy({ Self.keyValue($1, fits: $0.type) }) else {
             throw RecordDecodingFailure(kind: .undecodableKey, detail: "the key \(StoredValue.array(components).json) does not fit the layout (\(layout))")
         }
-        guard value.count >= 4 else {
-            throw RecordDecodingFailure(kind: .checksumMismatch, detail: "the value is \(value.count) bytes, too short for a record")
-        }
-        let body = UnsafeRawBufferPointer(rebasing: value[..<(value.count - 4)])
-        let stored = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: value.count - 4, as: UInt32.self))
-        guard RecordChecksum.of(key: key, value: body) == stored else {
-            throw RecordDecodingFailure(kind: .checksumMismatch, detail: "checksum mismatch: the stored key or value bytes were changed")
+        let body: UnsafeRawBufferPointer
+        do throws(RecordChecksum.Mismatch) {
+            body = try RecordChecksum.body(ofKey: key, value: value)
+        } catch {
+            throw RecordDecodingFailure(kind: .checksumMismatch, detail: error.detail)
         }
         var reader = FieldReader(body)
         do {
@@ -167,20 +165,31 @@ extension CatalogSnapshot {
             if value == .null { return true }
             return keyValue(value, fits: String(type.dropFirst("Optional<".count).dropLast()))
         }
-        switch (type, value) {
-        case ("String", .string), ("Bool", .bool), ("Double", .double), ("Float", .float), ("UUID", .uuid), ("Date", .date),
-             ("Data", .bytes), ("Array<UInt8>", .bytes):
-            return true
-        case ("Int", .int), ("Int8", .int), ("Int16", .int), ("Int32", .int), ("Int64", .int),
-             ("UInt", .int), ("UInt8", .int), ("UInt16", .int), ("UInt32", .int), ("UInt64", .int), ("UInt64", .uint), ("UInt", .uint):
-            return true
-        case ("String", _), ("Bool", _), ("Double", _), ("Float", _), ("UUID", _), ("Date", _), ("Data", _), ("Array<UInt8>", _),
-             ("Int", _), ("Int8", _), ("Int16", _), ("Int32", _), ("Int64", _), ("UInt", _), ("UInt8", _), ("UInt16", _), ("UInt32", _), ("UInt64", _):
-            return false
-        default:
-            return true
-        }
+        guard let accepts = keyTypes[type] else { return true }
+        return accepts(value)
     }
+
+    /// The key component types the catalog can judge, by the name Swift prints: which decoded
+    /// values each accepts (integers share one encoding; only `UInt` and `UInt64` hold values past `Int64.max`).
+    private static let keyTypes: [String: @Sendable (StoredValue) -> Bool] = {
+        var table: [String: @Sendable (StoredValue) -> Bool] = [
+            "String": { if case .string = $0 { true } else { false } },
+            "Bool": { if case .bool = $0 { true } else { false } },
+            "Double": { if case .double = $0 { true } else { false } },
+            "Float": { if case .float = $0 { true } else { false } },
+            "UUID": { if case .uuid = $0 { true } else { false } },
+            "Date": { if case .date = $0 { true } else { false } },
+            "Data": { if case .bytes = $0 { true } else { false } },
+            "Array<UInt8>": { if case .bytes = $0 { true } else { false } },
+        ]
+        for name in ["Int", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32"] {
+            table[name] = { if case .int = $0 { true } else { false } }
+        }
+        for name in ["UInt", "UInt64"] {
+            table[name] = { switch $0 { case .int, .uint: true; default: false } }
+        }
+        return table
+    }()
 
     /// The entry keys (and values) a readable index calls for, computed from a decoded record
     /// without its Swift type; throws naming why not (a component that is not a stored field or

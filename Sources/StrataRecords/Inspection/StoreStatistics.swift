@@ -72,7 +72,6 @@ extension Store {
             let features = try tx.get(SystemKey.features).map(StrataRecords.Manifest.decodeFeatures) ?? []
             var keyspaces: [String: StoreStatistics.Keyspace] = [:]
             func keyspace(_ name: String) -> StoreStatistics.Keyspace {
-                if let found = keyspaces[name] { return found }
                 let entry = catalog.keyspaces[name]
                 let indexes = (catalog.indexes[name] ?? []).map { name, index in
                     StoreStatistics.Index(name: name, layout: index.definition.layout, unique: index.definition.unique,
@@ -96,31 +95,25 @@ extension Store {
                     stats.foreignKeys += 1
                     return true
                 }
-                var space = keyspace(name)
-                space.records += 1
-                space.keyBytes += key.count
-                space.valueBytes += value.count
-                keyspaces[name] = space
+                if keyspaces[name] == nil { keyspaces[name] = keyspace(name) }  // records without a catalog entry
+                keyspaces[name]!.records += 1
+                keyspaces[name]!.keyBytes += key.count
+                keyspaces[name]!.valueBytes += value.count
                 return true
             }
-            let entriesPrefix = SystemKey.prefix + KeyCodec.encode("ix")
-            let jobPrefix = SystemKey.prefix + KeyCodec.encode("job")
             try tx.scan(.prefix(SystemKey.prefix), reverse: false, limit: nil) { key, value in
-                if key.starts(with: jobPrefix) {
-                    var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[jobPrefix.count...]))
+                if key.starts(with: SystemKey.jobs) {
+                    var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[SystemKey.jobs.count...]))
                     stats.jobs.append((try? reader.read(String.self)) ?? StoredValue.hex(key))
                 }
-                guard key.starts(with: entriesPrefix) else {
+                guard key.starts(with: SystemKey.allIndexEntries) else {
                     stats.systemKeys += 1
                     return true
                 }
-                var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[entriesPrefix.count...]))
-                guard let name = try? reader.read(String.self), let index = try? reader.read(String.self),
-                      let generation = try? reader.read(Int.self), var space = keyspaces[name],
-                      let i = space.indexes.firstIndex(where: { $0.name == index && $0.generation == generation }) else { return true }
-                space.indexes[i].entries += 1
-                space.indexes[i].bytes += key.count + value.count
-                keyspaces[name] = space
+                guard let (name, index, generation, _) = SystemKey.indexEntry(key),
+                      let i = keyspaces[name]?.indexes.firstIndex(where: { $0.name == index && $0.generation == generation }) else { return true }
+                keyspaces[name]!.indexes[i].entries += 1
+                keyspaces[name]!.indexes[i].bytes += key.count + value.count
                 return true
             }
             stats.keyspaces = keyspaces.keys.sorted().map { keyspaces[$0]! }

@@ -141,14 +141,18 @@ extension Store {
             var total = 0
             try tx.scan(.all, reverse: false, limit: nil) { _, _ in total += 1; return true }
 
-            // The readable indexes that can be recomputed, and the entries their records call for.
-            struct Expectation { var check: StoreVerification.IndexCheck; var index: StoredIndex; var entries: [[UInt8]: [UInt8]] = [:] }
-            var expectations: [String: [String: Expectation]] = [:]
-            for (keyspace, list) in catalog.indexes {
-                for (name, index) in list {
+            // Every index, in keyspace and name order, with the entries its records call for
+            // (kept only while it can be checked). Mutated in place: a copy per record would copy
+            // the entries too.
+            struct Expectation { var check: StoreVerification.IndexCheck; let index: StoredIndex; var entries: [[UInt8]: [UInt8]] = [:] }
+            var expectations: [Expectation] = []
+            var positions: [String: [String: Int]] = [:]
+            for keyspace in catalog.indexes.keys.sorted() {
+                for (name, index) in catalog.indexes[keyspace]!.sorted(by: { $0.name < $1.name }) {
                     var check = StoreVerification.IndexCheck(keyspace: keyspace, name: name, state: "\(index.state)", checked: index.state == .readable)
                     if index.state != .readable { check.reason = "not readable" }
-                    expectations[keyspace, default: [:]][name] = Expectation(check: check, index: index)
+                    positions[keyspace, default: [:]][name] = expectations.count
+                    expectations.append(Expectation(check: check, index: index))
                 }
             }
 
@@ -176,74 +180,63 @@ extension Store {
                     return true
                 }
                 if record.undescribed != nil { report.undescribedRecords += 1 }
-                guard var indexes = expectations[keyspace], let entry = catalog.keyspaces[keyspace] else { return true }
-                for (name, var expectation) in indexes where expectation.check.checked {
-                    if record.undescribed != nil {
-                        expectation.check.checked = false
-                        expectation.check.reason = "records of version \(record.version) have no field layout in the catalog"
-                    } else {
-                        do {
-                            let keys = try CatalogSnapshot.entries(
-                                of: expectation.index, keyspace: keyspace, name: name, record: record, keyLayout: entry.key,
-                                primaryKey: UnsafeRawBufferPointer(rebasing: key[keyStart...]))
-                            let stored = expectation.index.definition.covering ? Array(value) : []
-                            for k in keys { expectation.entries[k] = stored }
-                        } catch let unverifiable as IndexUnverifiable {
-                            expectation.check.checked = false
-                            expectation.check.reason = unverifiable.reason
+                guard let here = positions[keyspace], let entry = catalog.keyspaces[keyspace] else { return true }
+                for i in here.values where expectations[i].check.checked {
+                    do throws(IndexUnverifiable) {
+                        if record.undescribed != nil {
+                            throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
                         }
+                        let keys = try CatalogSnapshot.entries(
+                            of: expectations[i].index, keyspace: keyspace, name: expectations[i].check.name, record: record,
+                            keyLayout: entry.key, primaryKey: UnsafeRawBufferPointer(rebasing: key[keyStart...]))
+                        let stored = expectations[i].index.definition.covering ? Array(value) : []
+                        for k in keys { expectations[i].entries[k] = stored }
+                    } catch {
+                        expectations[i].check.checked = false
+                        expectations[i].check.reason = error.reason
+                        expectations[i].entries = [:]
                     }
-                    if !expectation.check.checked { expectation.entries = [:] }
-                    indexes[name] = expectation
                 }
-                expectations[keyspace] = indexes
                 return true
             }
 
             // The system keys; index entries must belong to a listed generation and match their records.
-            let entriesPrefix = SystemKey.prefix + KeyCodec.encode("ix")
             try tx.scan(.prefix(SystemKey.prefix), reverse: false, limit: nil) { key, value in
                 tick()
                 report.pairs += 1
-                guard key.starts(with: entriesPrefix) else { return true }
+                guard key.starts(with: SystemKey.allIndexEntries) else { return true }
                 report.indexEntries += 1
-                var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[entriesPrefix.count...]))
-                guard let keyspace = try? reader.read(String.self), let name = try? reader.read(String.self),
-                      let generation = try? reader.read(Int.self) else {
+                guard let (keyspace, name, generation, valuesStart) = SystemKey.indexEntry(key) else {
                     report.add(StoreProblem(.orphanIndexEntry, key: key, "the entry key does not name an index"), listing: limit)
                     return true
                 }
-                guard var expectation = expectations[keyspace]?[name] else {
+                guard let i = positions[keyspace]?[name] else {
                     report.add(StoreProblem(.orphanIndexEntry, key: key, "the catalog has no index \(keyspace).\(name)"), listing: limit)
                     return true
                 }
-                if generation == expectation.index.generation {
-                    expectation.check.entries += 1
-                    if expectation.check.checked {
-                        let stored = Array(key)
-                        if let want = expectation.entries.removeValue(forKey: stored), want.elementsEqual(value) {
-                        } else if let record = Self.recordKey(ofEntry: &reader, keyspace: keyspace, components: expectation.index.definition.components.count),
-                                  unreadable.contains(record) {
-                        } else {
-                            expectation.check.stale += 1
-                            report.add(StoreProblem(.staleIndexEntry, key: key, "index \(keyspace).\(name): no record calls for this entry, or its value is not the record's"), listing: limit)
-                        }
+                guard generation == expectations[i].index.generation else {
+                    if !expectations[i].index.retired.contains(generation) {
+                        report.add(StoreProblem(.orphanIndexEntry, key: key, "index \(keyspace).\(name) has no generation \(generation)"), listing: limit)
                     }
-                    expectations[keyspace]![name] = expectation
-                } else if !expectation.index.retired.contains(generation) {
-                    report.add(StoreProblem(.orphanIndexEntry, key: key, "index \(keyspace).\(name) has no generation \(generation)"), listing: limit)
+                    return true
                 }
+                expectations[i].check.entries += 1
+                guard expectations[i].check.checked else { return true }
+                if let want = expectations[i].entries.removeValue(forKey: Array(key)), want.elementsEqual(value) { return true }
+                if let record = Self.recordKey(ofEntry: key, valuesStart: valuesStart, keyspace: keyspace,
+                                               components: expectations[i].index.definition.components.count),
+                   unreadable.contains(record) { return true }
+                expectations[i].check.stale += 1
+                report.add(StoreProblem(.staleIndexEntry, key: key, "index \(keyspace).\(name): no record calls for this entry, or its value is not the record's"), listing: limit)
                 return true
             }
-            for keyspace in expectations.keys.sorted() {
-                for name in expectations[keyspace]!.keys.sorted() {
-                    var expectation = expectations[keyspace]![name]!
-                    expectation.check.missing = expectation.entries.count
-                    for missing in expectation.entries.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-                        report.add(StoreProblem(.missingIndexEntry, key: missing, "index \(keyspace).\(name): a record calls for this entry"), listing: limit)
-                    }
-                    report.indexes.append(expectation.check)
+            for i in expectations.indices {
+                let (keyspace, name) = (expectations[i].check.keyspace, expectations[i].check.name)
+                expectations[i].check.missing = expectations[i].entries.count
+                for missing in expectations[i].entries.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                    report.add(StoreProblem(.missingIndexEntry, key: missing, "index \(keyspace).\(name): a record calls for this entry"), listing: limit)
                 }
+                report.indexes.append(expectations[i].check)
             }
             progress(InspectionProgress(done: done, total: total, elapsed: clock.now - start))
             return report
@@ -251,8 +244,9 @@ extension Store {
     }
 
     /// The key of the record an index entry belongs to: the keyspace, then what follows the
-    /// entry's `components` values.
-    private static func recordKey(ofEntry reader: inout KeyReader, keyspace: String, components: Int) -> [UInt8]? {
+    /// entry's `components` values (which start at `valuesStart`).
+    private static func recordKey(ofEntry key: UnsafeRawBufferPointer, valuesStart: Int, keyspace: String, components: Int) -> [UInt8]? {
+        var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[valuesStart...]))
         for _ in 0..<components { guard (try? reader.skipComponent()) != nil else { return nil } }
         return KeyCodec.encode(keyspace) + Array(UnsafeRawBufferPointer(rebasing: reader.bytes[reader.offset...]))
     }

@@ -170,7 +170,8 @@ public indirect enum StoredValue: Sendable, Hashable {
         out += "\""
     }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    /// The bytes as lowercase hex digits, as the store tools print bytes.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var chars: [UInt8] = []
         for b in bytes {

@@ -91,7 +91,7 @@ struct Dump: ParsableCommand {
             if raw {
                 try toolStep(path) {
                     try store.dumpRaw { key, value in
-                        output.write(Data("{\"key\":\"\(hex(key))\",\"value\":\"\(hex(value))\"}\n".utf8))
+                        output.write(Data("{\"key\":\"\(StoredValue.hex(key))\",\"value\":\"\(StoredValue.hex(value))\"}\n".utf8))
                         printed += 1
                         return limit.map { printed < $0 } ?? true
                     }
@@ -107,7 +107,7 @@ struct Dump: ParsableCommand {
                     case .success(let record): output.write(Data((record.jsonLine + "\n").utf8))
                     case .failure(let problem):
                         problems += 1
-                        output.write(Data("{\"problem\":\(jsonString(problem.description)),\"keyHex\":\"\(hex(problem.key))\"}\n".utf8))
+                        output.write(Data("{\"problem\":\(jsonString(problem.description)),\"keyHex\":\"\(StoredValue.hex(problem.key))\"}\n".utf8))
                     }
                     printed += 1
                     return limit.map { printed < $0 } ?? true
@@ -233,5 +233,3 @@ func jsonText<T: Encodable>(_ value: T) throws -> String {
 func jsonString(_ s: String) -> String {
     String(decoding: (try? JSONEncoder().encode(s)) ?? Data("\"\"".utf8), as: UTF8.self)
 }
-
-func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
