@@ -108,10 +108,17 @@ public final class Store: Sendable {
 public final class Faults: @unchecked Sendable {
     private let lock = NSLock()
     private var staleEntries = false
+    private var skipPrevious = false
 
     /// An overwrite that does not remove the old record's index entries.
     public var keepStaleIndexEntries: Bool {
         get { lock.withLock { staleEntries } }
         set { lock.withLock { staleEntries = newValue } }
+    }
+
+    /// Writes that do not keep the previous generation of a changed index definition.
+    public var skipPreviousGenerations: Bool {
+        get { lock.withLock { skipPrevious } }
+        set { lock.withLock { skipPrevious = newValue } }
     }
 }

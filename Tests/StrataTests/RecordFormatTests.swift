@@ -94,6 +94,11 @@ struct RecordFormatTests {
         }, readsBack: { bytes in
             try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: "Note", name: "byText") } == Self.byText
         }),
+        FormatVector(name: "index `byText` changed to not unique: write-only, generation 3, generation 2 previous (unique), generation 1 retired", written: {
+            Self.byTextChanged.encoded()
+        }, readsBack: { bytes in
+            try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: "Note", name: "byText") } == Self.byTextChanged
+        }),
         FormatVector(name: "record `Note(id: 7)`", written: { noteKey }, readsBack: { bytes in
             try bytes.withUnsafeBytes { raw in
                 var r = KeyReader(raw)
@@ -180,6 +185,11 @@ struct RecordFormatTests {
         generation: 2, state: .readable,
         definition: IndexDefinition(components: [.init(name: "text", type: "String", multiValued: false)], unique: true, covering: false),
         retired: [1])
+
+    static let byTextChanged = StoredIndex(
+        generation: 3, state: .writeOnly,
+        definition: IndexDefinition(components: [.init(name: "text", type: "String", multiValued: false)], unique: false, covering: false),
+        retired: [1], previous: .init(generation: 2, definition: byText.definition))
 
     /// The value `insert` stores for `record`, read through the engine.
     static func storedValue<R: Record>(_ record: R) throws -> [UInt8] {

@@ -22,6 +22,18 @@ public enum IndexState: UInt8, Sendable, Hashable, CustomStringConvertible {
 /// An index's catalog entry (RecordFormat.md, "Indexes"): its definition, state and the
 /// generation its entries are written under.
 struct StoredIndex: Equatable {
+    /// The generation a changed definition replaced, kept readable and maintained (its entries
+    /// computed from the records' stored bytes through the catalog) until the new generation is
+    /// built; then it is retired.
+    struct Previous: Equatable {
+        var generation: Int
+        var definition: IndexDefinition
+    }
+
+    /// The feature an entry with a ``previous`` generation lists: a build that does not know it
+    /// would leave that generation's entries behind its records.
+    static let previousFeature = "previous-generation"
+
     var features: [String] = []
     /// Part of the entries' prefix: a changed definition gets a new generation, so the old
     /// entries can be cleared later without being mistaken for new ones.
@@ -30,11 +42,29 @@ struct StoredIndex: Equatable {
     var definition: IndexDefinition
     /// Older generations whose entries are still stored (cleared by the next `Store.prepare`).
     var retired: [Int] = []
+    /// The readable generation a changed definition replaced, while the new one is built.
+    var previous: Previous? {
+        didSet {
+            features.removeAll { $0 == Self.previousFeature }
+            if previous != nil { features.append(Self.previousFeature) }
+        }
+    }
 
     func encoded() -> [UInt8] {
         var w = FieldWriter()
         w.write(features)
         w.write(generation)
+        Self.write(definition, to: &w)
+        w.write(state.rawValue)
+        w.write(retired)
+        if let previous {
+            w.write(previous.generation)
+            Self.write(previous.definition, to: &w)
+        }
+        return w.bytes
+    }
+
+    private static func write(_ definition: IndexDefinition, to w: inout FieldWriter) {
         w.write(definition.unique)
         w.write(definition.covering)
         w.writeVarint(UInt64(definition.components.count))
@@ -43,39 +73,50 @@ struct StoredIndex: Equatable {
             w.write(component.type)
             w.write(component.multiValued)
         }
-        w.write(state.rawValue)
-        w.write(retired)
-        return w.bytes
     }
 
-    init(generation: Int, state: IndexState, definition: IndexDefinition, retired: [Int] = []) {
+    private static func readDefinition(_ r: inout FieldReader) throws(FieldDecodingError) -> IndexDefinition {
+        let unique = try r.read(Bool.self)
+        let covering = try r.read(Bool.self)
+        var components: [IndexDefinition.Component] = []
+        for _ in 0..<(try r.readCount()) {
+            components.append(.init(name: try r.read(String.self), type: try r.read(String.self), multiValued: try r.read(Bool.self)))
+        }
+        return IndexDefinition(components: components, unique: unique, covering: covering)
+    }
+
+    init(generation: Int, state: IndexState, definition: IndexDefinition, retired: [Int] = [], previous: Previous? = nil) {
         self.generation = generation
         self.state = state
         self.definition = definition
         self.retired = retired
+        self.previous = previous
+        if previous != nil { features = [Self.previousFeature] }
     }
 
     init(decoding bytes: UnsafeRawBufferPointer, keyspace: String, name: String) throws {
+        var r = FieldReader(bytes)
         do throws(FieldDecodingError) {
-            var r = FieldReader(bytes)
             features = try r.read([String].self)
+        } catch {
+            throw RecordError.corruptCatalog(keyspace: keyspace, detail: "index \"\(name)\": \(error)")
+        }
+        // Unknown features first: what follows them may be laid out differently.
+        try Manifest.refuseUnknown(features, in: "index \"\(name)\" of keyspace \"\(keyspace)\"")
+        do throws(FieldDecodingError) {
             generation = try r.read(Int.self)
-            let unique = try r.read(Bool.self)
-            let covering = try r.read(Bool.self)
-            var components: [IndexDefinition.Component] = []
-            for _ in 0..<(try r.readCount()) {
-                components.append(.init(name: try r.read(String.self), type: try r.read(String.self), multiValued: try r.read(Bool.self)))
-            }
-            definition = IndexDefinition(components: components, unique: unique, covering: covering)
+            definition = try Self.readDefinition(&r)
             let rawState = try r.read(UInt8.self)
             guard let state = IndexState(rawValue: rawState) else { throw FieldDecodingError(offset: r.offset, reason: "unknown index state \(rawState)") }
             self.state = state
             retired = try r.read([Int].self)
+            if features.contains(Self.previousFeature) {
+                previous = Previous(generation: try r.read(Int.self), definition: try Self.readDefinition(&r))
+            }
             try r.finish()
         } catch {
             throw RecordError.corruptCatalog(keyspace: keyspace, detail: "index \"\(name)\": \(error)")
         }
-        try Manifest.refuseUnknown(features, in: "index \"\(name)\" of keyspace \"\(keyspace)\"")
     }
 }
 
@@ -93,6 +134,44 @@ struct ActiveIndex {
     let unique: Bool
     let covering: Bool
     let componentCount: Int
+    /// The readable generation a changed definition replaced, while this one is built.
+    var previous: PreviousIndex?
+}
+
+/// A readable generation a changed definition replaced (``StoredIndex/previous``), as a
+/// transaction sees it. Its definition is no longer any Swift type's, so its entries are
+/// computed from the records' stored bytes through the catalog (``CatalogSnapshot/entries(of:keyspace:name:record:keyLayout:primaryKey:)``).
+/// Queries on the new definition read their candidates from it while the new one is built.
+@usableFromInline
+struct PreviousIndex {
+    let generation: Int
+    let prefix: [UInt8]
+    let definition: IndexDefinition
+    /// How many leading components the new definition shares with it (name, type, multi-valued).
+    let shared: Int
+    /// Whether the new definition has exactly its components (only unique or covering changed):
+    /// its entries, in order, are then the new definition's.
+    let sameComponents: Bool
+    let keyspace: String
+    let name: String
+    let catalog: CatalogSnapshot
+    let keyLayout: [(name: String, type: String)]
+
+    /// The entry keys the record stored as `key` (keyspace prefix included) and `value` calls for.
+    func entries(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, keyspacePrefixLength: Int) throws(IndexUnverifiable) -> [[UInt8]] {
+        let record: DecodedRecord
+        do throws(RecordDecodingFailure) {
+            record = try catalog.decode(key: key, value: value)
+        } catch {
+            throw IndexUnverifiable(reason: error.detail)
+        }
+        if record.undescribed != nil {
+            throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
+        }
+        return try CatalogSnapshot.entries(of: StoredIndex(generation: generation, state: .readable, definition: definition),
+                                           keyspace: keyspace, name: name, record: record, keyLayout: keyLayout,
+                                           primaryKey: UnsafeRawBufferPointer(rebasing: key[keyspacePrefixLength...]))
+    }
 }
 
 enum IndexCatalog {
@@ -124,7 +203,9 @@ enum IndexCatalog {
     /// transaction a new or changed index is registered (readable at once on an empty keyspace,
     /// else write-only under a new generation) and an index `R` no longer declares is disabled.
     /// Returns the declared indexes as this transaction sees them (a read transaction sees an
-    /// unregistered one as write-only: not queryable, nothing to maintain).
+    /// unregistered one as write-only: not queryable, nothing to maintain). A changed definition
+    /// keeps the readable generation it replaces as its ``StoredIndex/previous`` when that can
+    /// serve it (``previousServes(_:_:of:)``).
     static func prepare<R: Record>(_: R.Type, keyspacePrefix: [UInt8], in tx: any KeyValueReader,
                                    writer: (any KeyValueWriter)?) throws -> [ActiveIndex] {
         let keyspace = R.recordType.keyspace
@@ -148,32 +229,96 @@ enum IndexCatalog {
             let definition = index.definition
             var current = stored.first { $0.name == index.name }?.index
             if current == nil || current!.definition != definition || current!.state == .disabled {
+                // The readable generation being replaced (or the one it was itself replacing).
+                let serving = current.flatMap { old -> StoredIndex.Previous? in
+                    guard old.state != .disabled else { return nil }
+                    let candidate = old.state == .readable ? StoredIndex.Previous(generation: old.generation, definition: old.definition) : old.previous
+                    return candidate.flatMap { previousServes($0.definition, definition, of: R.recordType) ? $0 : nil }
+                }
                 if let writer {
                     var next = StoredIndex(generation: 1, state: try isEmpty() ? .readable : .writeOnly, definition: definition)
                     if let old = current {
                         next.generation = old.generation + 1
-                        next.retired = old.retired + [old.generation]
+                        next.retired = old.retired + [old.generation] + (old.previous.map { [$0.generation] } ?? [])
+                        if next.state == .writeOnly, let serving {
+                            next.retired.removeAll { $0 == serving.generation }
+                            next.previous = serving
+                        }
                     }
                     try writer.put(next.encoded(), forKey: SystemKey.index(keyspace: keyspace, name: index.name))
                     current = next
                     registered = true
                 } else {
-                    current = StoredIndex(generation: 0, state: .writeOnly, definition: definition)
+                    current = StoredIndex(generation: 0, state: .writeOnly, definition: definition, previous: serving)
                 }
             }
+            let registeredIndex = current!
             active.append(ActiveIndex(
                 position: position, name: index.name,
-                prefix: entriesPrefix(keyspace: keyspace, name: index.name, generation: current!.generation),
-                generation: current!.generation, state: current!.state, unique: index.unique, covering: index.covering, componentCount: index.components.count))
+                prefix: entriesPrefix(keyspace: keyspace, name: index.name, generation: registeredIndex.generation),
+                generation: registeredIndex.generation, state: registeredIndex.state, unique: index.unique, covering: index.covering,
+                componentCount: index.components.count,
+                previous: try registeredIndex.previous.map { try previousIndex($0, of: R.self, name: index.name, for: definition, in: tx) }))
         }
         if let writer {
             for (name, var index) in stored where index.state != .disabled && !names.contains(name) {
                 index.state = .disabled
+                if let previous = index.previous {
+                    index.retired.append(previous.generation)
+                    index.previous = nil
+                }
                 try writer.put(index.encoded(), forKey: SystemKey.index(keyspace: keyspace, name: name))
             }
             if registered { try Catalog.require(feature, keyspace: keyspace, in: tx, writer: writer) }
         }
         return active
+    }
+
+    /// Whether the readable generation `old` can stand in for `new` while `new` is built: it
+    /// shares at least the first component (so a query's candidates are a range of it), every
+    /// record with entries in `new` has one in it (its other components are single-valued), and
+    /// each of its components is a key component or a field the catalog describes with a key
+    /// encoding (so writes can keep it without the Swift type that declared it).
+    static func previousServes(_ old: IndexDefinition, _ new: IndexDefinition, of type: RecordType) -> Bool {
+        let shared = sharedComponents(old, new)
+        guard shared > 0 else { return false }
+        if old.components[shared...].contains(where: \.multiValued) { return false }
+        let fields = type.fields ?? []
+        return old.components.allSatisfy { component in
+            if !component.multiValued && type.key.contains(where: { $0.name == component.name }) { return true }
+            guard let position = fields.firstIndex(where: { $0.name == component.name }),
+                  fields[..<position].allSatisfy({ FieldLayout($0.format).isDescribed }) else { return false }
+            var layout = FieldLayout(fields[position].format)
+            if component.multiValued {
+                switch layout {
+                case .array(let element), .set(let element): layout = element
+                default: return false
+                }
+            }
+            return layout.hasKeyEncoding
+        }
+    }
+
+    static func sharedComponents(_ a: IndexDefinition, _ b: IndexDefinition) -> Int {
+        zip(a.components, b.components).prefix { $0 == $1 }.count
+    }
+
+    private static func previousIndex<R: Record>(_ previous: StoredIndex.Previous, of _: R.Type, name: String, for definition: IndexDefinition,
+                                                 in tx: any KeyValueReader) throws -> PreviousIndex {
+        let type = R.recordType
+        let declaredKey = type.key.map { (name: $0.name, type: $0.typeName) }
+        var entry = try tx.get(SystemKey.keyspace(type.keyspace)).map { try CatalogEntry(decoding: $0, keyspace: type.keyspace) }
+            ?? CatalogEntry(key: declaredKey)
+        if !entry.schemas.contains(where: { $0.version == type.version }) {
+            entry.schemas.append(CatalogEntry.Schema(version: type.version, fields: type.fields))
+        }
+        let shared = sharedComponents(previous.definition, definition)
+        return PreviousIndex(
+            generation: previous.generation,
+            prefix: entriesPrefix(keyspace: type.keyspace, name: name, generation: previous.generation),
+            definition: previous.definition, shared: shared,
+            sameComponents: shared == previous.definition.components.count && shared == definition.components.count,
+            keyspace: type.keyspace, name: name, catalog: CatalogSnapshot(keyspace: type.keyspace, entry: entry), keyLayout: declaredKey)
     }
 }
 

@@ -63,14 +63,15 @@ extension TransactionContext {
     @usableFromInline
     func insertIndexed<R: Record>(_ record: R, key: [UInt8], value: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
         let primary = key[prefix(R.self).count...]
-        let old = try storedRecord(R.self, key: key)
+        let keepsPrevious = indexes.contains { $0.previous != nil }
+        let old = try storedRecord(R.self, key: key, withValue: keepsPrevious)
         let declared = R.indexes
         var added: [(key: [UInt8], covering: Bool)] = []
         var removed: [[UInt8]] = []
         for index in indexes {
             let declaration = declared[index.position]
             let new = declaration.entryValues(of: record)
-            let previous = old.map { Set(declaration.entryValues(of: $0).map(\.bytes)) } ?? []
+            let previous = old.map { Set(declaration.entryValues(of: $0.record).map(\.bytes)) } ?? []
             for entry in new {
                 let kept = previous.contains(entry.bytes)
                 let entryKey = try checkedEntryKey(record, declaration, index, entry, primary: primary, isNew: !kept)
@@ -81,9 +82,58 @@ extension TransactionContext {
                 for bytes in previous where !current.contains(bytes) { removed.append(Self.entryKey(index.prefix, bytes, primary)) }
             }
         }
+        // The previous generations of changed definitions, once the typed checks have passed.
+        if keepsPrevious && !store.faults.skipPreviousGenerations {
+            for index in indexes {
+                guard let generation = index.previous else { continue }
+                let new: [[UInt8]], stale: [[UInt8]]
+                do throws(IndexUnverifiable) {
+                    new = try previousEntries(R.self, generation, key: key, value: value)
+                    stale = try old.map { (o) throws(IndexUnverifiable) in try previousEntries(R.self, generation, key: key, value: o.value!) } ?? []
+                } catch {
+                    try dropPrevious(R.self, index: index.name, writer: writer)
+                    continue
+                }
+                let covering = generation.definition.covering
+                for entryKey in stale where !new.contains(entryKey) { removed.append(entryKey) }
+                for entryKey in new where covering || !stale.contains(entryKey) { added.append((entryKey, covering)) }
+            }
+        }
         try writer.put(value, forKey: key)
         for entryKey in removed { try writer.delete(entryKey) }
         for (entryKey, covering) in added { try writer.put(covering ? value : [], forKey: entryKey) }
+    }
+
+    /// The entry keys of a previous generation that the record stored as `key` and `value` calls
+    /// for; one over the key limit is as unverifiable as a field the catalog cannot read.
+    private func previousEntries<R: Record>(_: R.Type, _ previous: PreviousIndex, key: [UInt8], value: [UInt8]) throws(IndexUnverifiable) -> [[UInt8]] {
+        let prefixLength = prefix(R.self).count
+        let entries = try key.withUnsafeBytes { k in
+            value.withUnsafeBytes { v in Result { () throws(IndexUnverifiable) in try previous.entries(key: k, value: v, keyspacePrefixLength: prefixLength) } }
+        }.get()
+        if let long = entries.first(where: { $0.count > KeyLimits.maxKeyLength }) {
+            throw IndexUnverifiable(reason: "an entry of \(long.count) bytes is over the key limit")
+        }
+        return entries
+    }
+
+    /// Retires the previous generation of index `name` in this transaction (a record it cannot be
+    /// kept for was written): queries on the index then wait for its build, as without one.
+    private func dropPrevious<R: Record>(_: R.Type, index name: String, writer: any KeyValueWriter) throws {
+        let keyspace = R.recordType.keyspace
+        let definitionKey = SystemKey.index(keyspace: keyspace, name: name)
+        if let bytes = try reader.get(definitionKey) {
+            var stored = try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: keyspace, name: name) }
+            if let previous = stored.previous {
+                stored.retired.append(previous.generation)
+                stored.previous = nil
+                try writer.put(stored.encoded(), forKey: definitionKey)
+            }
+        }
+        let id = ObjectIdentifier(R.self)
+        if let i = checked.firstIndex(where: { $0.type == id }), let j = checked[i].indexes.firstIndex(where: { $0.name == name }) {
+            checked[i].indexes[j].previous = nil
+        }
     }
 
     /// The key of `record`'s entry `entry` in `index`, after the checks every write of an entry
@@ -114,8 +164,8 @@ extension TransactionContext {
     /// Deletes the record at `key` and its index entries; returns whether there was one.
     @usableFromInline
     func deleteIndexed<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
-        guard let old = try storedRecord(R.self, key: key) else { return false }
-        try deleteEntries(of: old, primary: key[prefix(R.self).count...], indexes: indexes, writer: writer)
+        guard let old = try storedRecord(R.self, key: key, withValue: indexes.contains { $0.previous != nil }) else { return false }
+        try deleteEntries(of: old.record, key: key, value: old.value, indexes: indexes, writer: writer)
         try writer.delete(key)
         return true
     }
@@ -126,18 +176,18 @@ extension TransactionContext {
     /// tombstones) and an engine that fails to delete cannot make the loop go on for ever.
     @usableFromInline
     func clearIndexed<R: Record>(_: R.Type, _ range: KeyRange, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Int {
-        let prefixLength = prefix(R.self).count
+        let keepValues = indexes.contains { $0.previous != nil }
         var removed = 0
         var remaining = range
         while true {
-            var batch: [(key: [UInt8], record: R)] = []
+            var batch: [(key: [UInt8], record: R, value: [UInt8]?)] = []
             try reader.scan(remaining, reverse: false, limit: 256) { key, value in
-                batch.append((Array(key), try decode(R.self, key: key, value: value)))
+                batch.append((Array(key), try decode(R.self, key: key, value: value), keepValues ? Array(value) : nil))
                 return true
             }
             if batch.isEmpty { return removed }
-            for (key, record) in batch {
-                try deleteEntries(of: record, primary: key[prefixLength...], indexes: indexes, writer: writer)
+            for (key, record, value) in batch {
+                try deleteEntries(of: record, key: key, value: value, indexes: indexes, writer: writer)
                 try writer.delete(key)
             }
             removed += batch.count
@@ -145,17 +195,35 @@ extension TransactionContext {
         }
     }
 
-    private func deleteEntries<R: Record>(of record: R, primary: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
+    /// Deletes the entries of `record`, stored as `key` (and `value`, given when an index has a
+    /// previous generation), in each of `indexes`.
+    private func deleteEntries<R: Record>(of record: R, key: [UInt8], value: [UInt8]?, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
         let declared = R.indexes
+        let primary = key[prefix(R.self).count...]
         for index in indexes {
             for entry in declared[index.position].entryValues(of: record) { try writer.delete(Self.entryKey(index.prefix, entry.bytes, primary)) }
         }
+        guard let value, !store.faults.skipPreviousGenerations else { return }
+        for index in indexes {
+            guard let previous = index.previous else { continue }
+            let entries: [[UInt8]]
+            do throws(IndexUnverifiable) {
+                entries = try previousEntries(R.self, previous, key: key, value: value)
+            } catch {
+                try dropPrevious(R.self, index: index.name, writer: writer)
+                continue
+            }
+            for entryKey in entries { try writer.delete(entryKey) }
+        }
     }
 
-    /// The record stored at `key`, decoded (its index entries are derived from it).
-    private func storedRecord<R: Record>(_: R.Type, key: [UInt8]) throws -> R? {
+    /// The record stored at `key`, decoded (its index entries are derived from it), with its
+    /// stored bytes when `withValue` (a previous generation's entries are derived from those).
+    private func storedRecord<R: Record>(_: R.Type, key: [UInt8], withValue: Bool = false) throws -> (record: R, value: [UInt8]?)? {
         try key.withUnsafeBytes { k in
-            try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } }
+            try reader.withValue(forKey: k) { value in
+                try value.map { (try decode(R.self, key: k, value: $0), withValue ? Array($0) : nil) }
+            }
         }
     }
 

@@ -5,7 +5,9 @@ import StrataKeyCodec
 /// comparison on the last one given (``RecordQuery``), a limit, and nearest-first order unless
 /// `order:` is given. Each is one seek plus the entries it returns; a non-covering index reads
 /// each record by its key (one point read per result), a covering one reads it from the entry.
-/// An index that is not readable throws ``RecordError/indexNotReady(type:index:state:)``.
+/// An index that is not readable throws ``RecordError/indexNotReady(type:index:state:)``, unless
+/// it is a changed definition whose previous generation stands in while it is built (see
+/// ``RecordIndex``, "Changed definitions").
 extension RecordIndex {
     /// The records whose entries match `query`, at most `limit`, in index order (records with
     /// equal values in primary-key order).
@@ -100,29 +102,33 @@ extension TransactionContext {
         guard let active = try prepare(R.self).first(where: { $0.name == index.name }) else {
             throw RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: "\(R.self).indexes does not declare it")
         }
-        guard active.state == .readable else { throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: active.state) }
+        guard active.state == .readable || active.previous != nil else {
+            throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: active.state)
+        }
         try validate(query, for: index)
+        // Where the entries are read: the index, or while it is built the generation it replaces.
+        var source = (prefix: active.prefix, components: active.componentCount, covering: active.covering)
+        if active.state != .readable, let previous = active.previous {
+            guard previous.sameComponents else {
+                return try scanThroughPrevious(index, previous, query, limit: limit, order: order, after: position, body)
+            }
+            source = (previous.prefix, previous.definition.components.count, previous.definition.covering)
+        }
         let keyspacePrefix = prefix(R.self)
         var recordKey = keyspacePrefix
-        var ranges = query.ranges(keyspacePrefix: active.prefix)
+        var ranges = query.ranges(keyspacePrefix: source.prefix)
         if let position {
-            let key = active.prefix + position
+            let key = source.prefix + position
             ranges = ranges.map { order == .ascending ? $0.above(key) : $0.below(key) }
         }
         try scan(ranges, order: order, limit: limit) { key, value in
-            let suffix = UnsafeRawBufferPointer(rebasing: key[active.prefix.count...])
-            var entry = KeyReader(suffix)
-            do {
-                for _ in 0..<active.componentCount { try entry.skipComponent() }
-            } catch {
-                throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "entry key: \(error)")
-            }
-            let primaryOffset = entry.offset
+            let suffix = UnsafeRawBufferPointer(rebasing: key[source.prefix.count...])
+            let primaryOffset = try Self.primaryOffset(inEntry: suffix, components: source.components, index: index.name, of: R.self)
             guard readRecords else { return try body(suffix, primaryOffset, UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0)) }
             recordKey.removeSubrange(keyspacePrefix.count...)
             recordKey += suffix[primaryOffset...]
             return try recordKey.withUnsafeBytes { k in
-                if active.covering { return try body(suffix, primaryOffset, k, value) }
+                if source.covering { return try body(suffix, primaryOffset, k, value) }
                 return try reader.withValue(forKey: k) { stored in
                     guard let stored else {
                         throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry names a record that is not stored")
@@ -130,6 +136,79 @@ extension TransactionContext {
                     return try body(suffix, primaryOffset, k, stored)
                 }
             }
+        }
+    }
+
+    /// Where the primary key starts in an entry key without its index prefix: after `components` values.
+    private static func primaryOffset<R: Record>(inEntry suffix: UnsafeRawBufferPointer, components: Int, index: String, of _: R.Type) throws -> Int {
+        var entry = KeyReader(suffix)
+        do {
+            for _ in 0..<components { try entry.skipComponent() }
+        } catch {
+            throw RecordError.corruptIndex(type: "\(R.self)", index: index, detail: "entry key: \(error)")
+        }
+        return entry.offset
+    }
+
+    /// A query on an index being built whose components differ from the readable generation it
+    /// replaces: the candidates are that generation's entries matching the query on the
+    /// components both share (at least the first), each record once; the new definition's entries
+    /// are computed from the records, filtered by the whole query and sorted. Exact, but it reads
+    /// and holds every candidate before returning the first row: O(candidates), not O(limit).
+    private func scanThroughPrevious<R: Record>(
+        _ index: RecordIndex<R>, _ previous: PreviousIndex, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]?,
+        _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        let candidates: [KeyRange]
+        if query.componentTypes.count <= previous.shared {
+            candidates = query.ranges(keyspacePrefix: previous.prefix)
+        } else {
+            // The query goes past the shared components, so those are all equalities: their
+            // encodings lead the query's prefix.
+            let sharedEqualities = try query.prefix.withUnsafeBytes { raw in
+                var reader = KeyReader(raw)
+                for _ in 0..<previous.shared { try reader.skipComponent() }
+                return reader.offset
+            }
+            candidates = query.isEmpty ? [] : [KeyRange.components(prefix: previous.prefix + query.prefix[..<sharedEqualities])]
+        }
+        let wanted = query.ranges(keyspacePrefix: [])
+        let keyspacePrefix = prefix(R.self)
+        let components = previous.definition.components.count
+        var seen = Set<[UInt8]>()
+        var rows: [(entry: [UInt8], primaryOffset: Int, key: [UInt8], value: [UInt8])] = []
+        try scan(candidates, order: .ascending, limit: nil) { key, value in
+            let suffix = UnsafeRawBufferPointer(rebasing: key[previous.prefix.count...])
+            let primary = Array(suffix[try Self.primaryOffset(inEntry: suffix, components: components, index: index.name, of: R.self)...])
+            guard seen.insert(primary).inserted else { return true }  // another element of a multi-valued component
+            let recordKey = keyspacePrefix + primary
+            let stored: [UInt8]
+            if previous.definition.covering {
+                stored = Array(value)
+            } else {
+                guard let value = try reader.get(recordKey) else {
+                    throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry of the previous generation names a record that is not stored")
+                }
+                stored = value
+            }
+            let record = try recordKey.withUnsafeBytes { k in try stored.withUnsafeBytes { try decode(R.self, key: k, value: $0) } }
+            for values in index.entryValues(of: record) {
+                let entry = values.bytes + primary
+                guard wanted.contains(where: { $0.contains(entry) }) else { continue }
+                if let position {
+                    let beyond = order == .ascending ? position.lexicographicallyPrecedes(entry) : entry.lexicographicallyPrecedes(position)
+                    if !beyond { continue }
+                }
+                rows.append((entry, values.bytes.count, recordKey, stored))
+            }
+            return true
+        }
+        rows.sort { order == .ascending ? $0.entry.lexicographicallyPrecedes($1.entry) : $1.entry.lexicographicallyPrecedes($0.entry) }
+        for row in rows.prefix(limit ?? Int.max) {
+            let goOn = try row.entry.withUnsafeBytes { e in
+                try row.key.withUnsafeBytes { k in try row.value.withUnsafeBytes { v in try body(e, row.primaryOffset, k, v) } }
+            }
+            if !goOn { return }
         }
     }
 

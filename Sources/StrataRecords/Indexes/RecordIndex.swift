@@ -38,6 +38,17 @@ import StrataKeyCodec
 ///   ``RecordError/indexNotReady(type:index:state:)``) until ``Store/prepare(_:batchSize:onBatch:)``
 ///   has built it. An index the type no longer declares is *disabled* at the next write (its
 ///   entries are no longer maintained) and cleared by the next `Store.prepare`.
+/// - **Changed definitions**: a definition changed under the same name (components, unique,
+///   covering) is rebuilt under a new generation, and until `Store.prepare` has built it, the
+///   readable generation it replaces answers its queries, kept by every write meanwhile; the build
+///   then clears it. That needs the two to share their first component, the old one's other
+///   components to be single-valued, and each old component to be a key component or a field the
+///   catalog describes (RecordFormat.md, "Changed definitions"); otherwise queries throw
+///   `indexNotReady` until the build, as for a new index. With the same components (only unique or
+///   covering changed) queries read the old entries as they are; otherwise they read every old
+///   entry matching the shared components, compute and sort the new entries in memory, and so
+///   take time and memory in proportion to those candidates rather than to the limit. A unique
+///   constraint added by the change holds only once the build has checked every record.
 public struct RecordIndex<R: Record>: Sendable {
     /// The index's name, unique within the record type; part of every entry key.
     public let name: String

@@ -88,6 +88,16 @@ public indirect enum FieldLayout: Sendable, Hashable {
         }
     }
 
+    /// Whether values of this layout have a key encoding (``StoredValue/keyEncoding``): the
+    /// scalars, and optionals of them.
+    var hasKeyEncoding: Bool {
+        switch self {
+        case .bool, .signed, .unsigned, .f32, .f64, .string, .bytes, .uuid, .date: return true
+        case .optional(let f): return f.hasKeyEncoding
+        default: return false
+        }
+    }
+
     /// Reads one value of this layout. Throws for bytes the format cannot hold, and for
     /// ``opaque`` layouts (callers check ``isDescribed`` first).
     public func read(_ r: inout FieldReader) throws(FieldDecodingError) -> StoredValue {

@@ -9,6 +9,11 @@ struct CatalogSnapshot {
     var indexes: [String: [(name: String, index: StoredIndex)]] = [:]
     var problems: [StoreProblem] = []
 
+    /// A snapshot of one keyspace's entry (without indexes), to decode its records.
+    init(keyspace: String, entry: CatalogEntry) {
+        keyspaces = [keyspace: entry]
+    }
+
     init(_ tx: any KeyValueReader) throws {
         for (key, value) in try tx.pairs(SystemKey.keyspaces) {
             do {

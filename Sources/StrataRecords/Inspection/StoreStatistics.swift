@@ -23,9 +23,13 @@ public struct StoreStatistics: Sendable, Encodable {
         public let generation: Int
         /// Older generations whose entries are still stored.
         public let retired: [Int]
+        /// The readable generation a changed definition replaced, queried while this one is built.
+        public let previous: Int?
         /// Entries of the current generation, and their key and value bytes.
         public var entries = 0
         public var bytes = 0
+        /// Entries of the ``previous`` generation.
+        public var previousEntries = 0
     }
 
     /// One schema version written to a keyspace.
@@ -76,7 +80,7 @@ extension Store {
                 let indexes = (catalog.indexes[name] ?? []).map { name, index in
                     StoreStatistics.Index(name: name, layout: index.definition.layout, unique: index.definition.unique,
                                           covering: index.definition.covering, state: "\(index.state)", generation: index.generation,
-                                          retired: index.retired)
+                                          retired: index.retired, previous: index.previous?.generation)
                 }
                 return StoreStatistics.Keyspace(
                     name: name, key: entry?.key.map { "\($0.name): \($0.type)" }.joined(separator: ", ") ?? "",
@@ -111,7 +115,9 @@ extension Store {
                     return true
                 }
                 guard let (name, index, generation, _) = SystemKey.indexEntry(key),
-                      let i = keyspaces[name]?.indexes.firstIndex(where: { $0.name == index && $0.generation == generation }) else { return true }
+                      let i = keyspaces[name]?.indexes.firstIndex(where: { $0.name == index }) else { return true }
+                if keyspaces[name]!.indexes[i].previous == generation { keyspaces[name]!.indexes[i].previousEntries += 1 }
+                guard keyspaces[name]!.indexes[i].generation == generation else { return true }
                 keyspaces[name]!.indexes[i].entries += 1
                 keyspaces[name]!.indexes[i].bytes += key.count + value.count
                 return true

@@ -71,6 +71,8 @@ public struct StoreVerification: Sendable, Encodable {
     public struct IndexCheck: Sendable, Hashable, Encodable {
         public let keyspace: String
         public let name: String
+        /// The generation checked: the current one, or a changed definition's previous one.
+        public let generation: Int
         public let state: String
         /// Whether the entries were compared with a recomputation from the records.
         public var checked: Bool
@@ -146,13 +148,23 @@ extension Store {
             // the entries too.
             struct Expectation { var check: StoreVerification.IndexCheck; let index: StoredIndex; var entries: [[UInt8]: [UInt8]] = [:] }
             var expectations: [Expectation] = []
-            var positions: [String: [String: Int]] = [:]
+            // Per keyspace and index name, the expectations by generation: the current one and a
+            // changed definition's previous generation (readable, maintained).
+            var positions: [String: [String: [Int: Int]]] = [:]
             for keyspace in catalog.indexes.keys.sorted() {
                 for (name, index) in catalog.indexes[keyspace]!.sorted(by: { $0.name < $1.name }) {
-                    var check = StoreVerification.IndexCheck(keyspace: keyspace, name: name, state: "\(index.state)", checked: index.state == .readable)
+                    var check = StoreVerification.IndexCheck(keyspace: keyspace, name: name, generation: index.generation,
+                                                             state: "\(index.state)", checked: index.state == .readable)
                     if index.state != .readable { check.reason = "not readable" }
-                    positions[keyspace, default: [:]][name] = expectations.count
+                    positions[keyspace, default: [:]][name, default: [:]][index.generation] = expectations.count
                     expectations.append(Expectation(check: check, index: index))
+                    if let previous = index.previous {
+                        let check = StoreVerification.IndexCheck(keyspace: keyspace, name: name, generation: previous.generation,
+                                                                 state: "readable (previous generation, while \(index.generation) is built)", checked: true)
+                        positions[keyspace]![name]![previous.generation] = expectations.count
+                        expectations.append(Expectation(check: check, index: StoredIndex(generation: previous.generation, state: .readable,
+                                                                                         definition: previous.definition)))
+                    }
                 }
             }
 
@@ -181,7 +193,7 @@ extension Store {
                 }
                 if record.undescribed != nil { report.undescribedRecords += 1 }
                 guard let here = positions[keyspace], let entry = catalog.keyspaces[keyspace] else { return true }
-                for i in here.values where expectations[i].check.checked {
+                for i in here.values.flatMap(\.values) where expectations[i].check.checked {
                     do throws(IndexUnverifiable) {
                         if record.undescribed != nil {
                             throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
@@ -210,12 +222,12 @@ extension Store {
                     report.add(StoreProblem(.orphanIndexEntry, key: key, "the entry key does not name an index"), listing: limit)
                     return true
                 }
-                guard let i = positions[keyspace]?[name] else {
+                guard let generations = positions[keyspace]?[name] else {
                     report.add(StoreProblem(.orphanIndexEntry, key: key, "the catalog has no index \(keyspace).\(name)"), listing: limit)
                     return true
                 }
-                guard generation == expectations[i].index.generation else {
-                    if !expectations[i].index.retired.contains(generation) {
+                guard let i = generations[generation] else {
+                    if !generations.values.contains(where: { expectations[$0].index.retired.contains(generation) }) {
                         report.add(StoreProblem(.orphanIndexEntry, key: key, "index \(keyspace).\(name) has no generation \(generation)"), listing: limit)
                     }
                     return true

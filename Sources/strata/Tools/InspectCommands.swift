@@ -42,6 +42,7 @@ struct Stats: ParsableCommand {
                     let kind = [i.unique ? "unique" : nil, i.covering ? "covering" : nil].compactMap { $0 }.joined(separator: ", ")
                     print("  index \(i.name) (\(i.layout))\(kind.isEmpty ? "" : " \(kind)"): \(i.state), generation \(i.generation)"
                           + (i.retired.isEmpty ? "" : ", retired \(i.retired.map(String.init).joined(separator: ", "))")
+                          + (i.previous.map { ", previous generation \($0) queried until built (\(i.previousEntries) entries)" } ?? "")
                           + ", \(i.entries) entries, \(i.bytes) bytes")
                 }
             }
