@@ -74,6 +74,17 @@ struct IndexRedefinitionTests {
                 token = page.next
             } while token != nil
             #expect(paged == cityNicknameOrder(members).map(\.id), "\(comment): pages", sourceLocation: sourceLocation)
+            var pagedDown: [Int] = []
+            repeat {
+                let page = try query.page(in: ctx, limit: 5, order: .descending, after: token)
+                pagedDown += page.records.map(\.member.id)
+                token = page.next
+            } while token != nil
+            #expect(pagedDown == cityNicknameOrder(members).reversed().map(\.id), "\(comment): pages, descending", sourceLocation: sourceLocation)
+            #expect(try RedefinedMember.byCityAge.select(in: ctx, .all.then(Comparison.oneOf(["C", "A"])), order: .ascending).map(\.member.id)
+                    == cityNicknameOrder(members.filter { $0.city != "B" }).map(\.id), "\(comment): city C or A", sourceLocation: sourceLocation)
+            #expect(try RedefinedMember.byCityAge.select(in: ctx, .all, limit: 0).isEmpty && RedefinedMember.byCityAge.select(in: ctx, .all, limit: -1).isEmpty,
+                    "\(comment): limits 0 and -1", sourceLocation: sourceLocation)
             // The same components, no longer covering.
             let young = members.filter { $0.age < 3 }.sorted { ($0.age, $0.id) > ($1.age, $1.id) }.map(\.id)
             #expect(try RedefinedMember.byAgeCovering.select(in: ctx, .all.then(Comparison.lessThan(3))).map(\.member.id) == young,
@@ -165,5 +176,37 @@ struct IndexRedefinitionTests {
             #expect(try store.statistics().keyspaces.first { $0.name == "Member" }!.indexes.allSatisfy { $0.previous == nil && $0.retired.isEmpty })
             #expect(try store.verify().isClean)
         }
+    }
+
+    @Test("an old entry that is not where the record's stored bytes put it: the write retires the previous generation, and queries wait for the build",
+          arguments: BundledEngines.all)
+    func previousRetiredByAWrite(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = try kind.configuration(path: dir.path).open(EngineOptions())
+        defer { try? engine.close() }
+        let members = (0..<20).map { Member(id: $0, email: "m\($0)@x", city: ["A", "B"][$0 % 2], age: $0 % 4) }
+        try Store(engine: engine).withTransaction { ctx in for m in members { try ctx.insert(m) } }
+        // Member 3's entry in byCityAge as another value of its age would have written it (as a
+        // migration or a computed component can): the stored bytes do not give it.
+        let entries = SystemKey.indexEntries(keyspace: "Member", name: "byCityAge", generation: 1)
+        try engine.write { tx in
+            try tx.delete(entries + KeyCodec.encode("B") + KeyCodec.encode(3) + KeyCodec.encode(3))
+            try tx.put([], forKey: entries + KeyCodec.encode("B") + KeyCodec.encode(9) + KeyCodec.encode(3))
+        }
+        let store = try Store(engine: engine)
+        #expect(try store.withReadTransaction { ctx in try RedefinedMember.byCityAge.count(in: ctx, .all.equal("B")) } == 10)
+        try store.withTransaction { ctx in try ctx.insert(RedefinedMember(Member(id: 3, email: "m3@x", nickname: "three", city: "A", age: 1))) }
+        #expect(throws: RecordError.indexNotReady(type: "RedefinedMember", index: "byCityAge", state: .writeOnly)) {
+            try store.withReadTransaction { ctx in try RedefinedMember.byCityAge.count(in: ctx, .all.equal("B")) }
+        }
+        // The other changed index keeps its previous generation.
+        #expect(try store.withReadTransaction { ctx in try RedefinedMember.byAgeCovering.count(in: ctx, .all.equal(1)) } == 6)
+        let index = try store.statistics().keyspaces.first { $0.name == "Member" }!.indexes.first { $0.name == "byCityAge" }!
+        #expect(index.previous == nil && index.retired == [1])
+        try store.prepare(RedefinedMember.self).wait()
+        #expect(try store.withReadTransaction { ctx in try RedefinedMember.byCityAge.select(in: ctx, .all.equal("A")).map(\.member.id) }
+                == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 3])  // nil nicknames first, then "three"
+        #expect(try store.verify().isClean)
     }
 }

@@ -83,15 +83,12 @@ extension TransactionContext {
             }
         }
         // The previous generations of changed definitions, once the typed checks have passed.
+        var dropped: [String] = []
         if keepsPrevious && !store.faults.skipPreviousGenerations {
             for index in indexes {
                 guard let generation = index.previous else { continue }
-                let new: [[UInt8]], stale: [[UInt8]]
-                do throws(IndexUnverifiable) {
-                    new = try previousEntries(R.self, generation, key: key, value: value)
-                    stale = try old.map { (o) throws(IndexUnverifiable) in try previousEntries(R.self, generation, key: key, value: o.value!) } ?? []
-                } catch {
-                    try dropPrevious(R.self, index: index.name, writer: writer)
+                guard let (new, stale) = try previousEntries(R.self, generation, key: key, value: value, old: old?.value) else {
+                    dropped.append(index.name)
                     continue
                 }
                 let covering = generation.definition.covering
@@ -102,19 +99,28 @@ extension TransactionContext {
         try writer.put(value, forKey: key)
         for entryKey in removed { try writer.delete(entryKey) }
         for (entryKey, covering) in added { try writer.put(covering ? value : [], forKey: entryKey) }
+        for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
     }
 
-    /// The entry keys of a previous generation that the record stored as `key` and `value` calls
-    /// for; one over the key limit is as unverifiable as a field the catalog cannot read.
-    private func previousEntries<R: Record>(_: R.Type, _ previous: PreviousIndex, key: [UInt8], value: [UInt8]) throws(IndexUnverifiable) -> [[UInt8]] {
+    /// A previous generation's entries for the record stored as `key` and `value` (none when
+    /// `value` is `nil`) and for the record it replaces (`old`); `nil` when the generation cannot
+    /// be kept for them: a field the catalog cannot read, an entry over the key limit, or an
+    /// entry of the old record that is not stored (it was written from another value than its
+    /// stored bytes give: a migrated record, a component that is not the field of its name).
+    private func previousEntries<R: Record>(_: R.Type, _ previous: PreviousIndex, key: [UInt8], value: [UInt8]?,
+                                            old: [UInt8]?) throws -> (new: [[UInt8]], old: [[UInt8]])? {
         let prefixLength = prefix(R.self).count
-        let entries = try key.withUnsafeBytes { k in
-            value.withUnsafeBytes { v in Result { () throws(IndexUnverifiable) in try previous.entries(key: k, value: v, keyspacePrefixLength: prefixLength) } }
-        }.get()
-        if let long = entries.first(where: { $0.count > KeyLimits.maxKeyLength }) {
-            throw IndexUnverifiable(reason: "an entry of \(long.count) bytes is over the key limit")
+        func entries(_ value: [UInt8]?) -> [[UInt8]]? {
+            guard let value else { return [] }
+            let result = key.withUnsafeBytes { k in
+                value.withUnsafeBytes { v in Result { () throws(IndexUnverifiable) in try previous.entries(key: k, value: v, keyspacePrefixLength: prefixLength) } }
+            }
+            guard case .success(let entries) = result, entries.allSatisfy({ $0.count <= KeyLimits.maxKeyLength }) else { return nil }
+            return entries
         }
-        return entries
+        guard let new = entries(value), let stale = entries(old) else { return nil }
+        for entryKey in stale where try reader.get(entryKey) == nil { return nil }
+        return (new, stale)
     }
 
     /// Retires the previous generation of index `name` in this transaction (a record it cannot be
@@ -176,10 +182,11 @@ extension TransactionContext {
     /// tombstones) and an engine that fails to delete cannot make the loop go on for ever.
     @usableFromInline
     func clearIndexed<R: Record>(_: R.Type, _ range: KeyRange, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Int {
-        let keepValues = indexes.contains { $0.previous != nil }
+        var indexes = indexes
         var removed = 0
         var remaining = range
         while true {
+            let keepValues = indexes.contains { $0.previous != nil }
             var batch: [(key: [UInt8], record: R, value: [UInt8]?)] = []
             try reader.scan(remaining, reverse: false, limit: 256) { key, value in
                 batch.append((Array(key), try decode(R.self, key: key, value: value), keepValues ? Array(value) : nil))
@@ -192,6 +199,7 @@ extension TransactionContext {
             }
             removed += batch.count
             remaining = remaining.above(batch[batch.count - 1].key)
+            if keepValues { indexes = try prepare(R.self) }  // a previous generation may have been retired
         }
     }
 
@@ -200,21 +208,23 @@ extension TransactionContext {
     private func deleteEntries<R: Record>(of record: R, key: [UInt8], value: [UInt8]?, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
         let declared = R.indexes
         let primary = key[prefix(R.self).count...]
+        var previousEntries: [[UInt8]] = []
+        var dropped: [String] = []
+        if let value, !store.faults.skipPreviousGenerations {
+            for index in indexes {
+                guard let previous = index.previous else { continue }
+                if let (_, old) = try self.previousEntries(R.self, previous, key: key, value: nil, old: value) {
+                    previousEntries += old
+                } else {
+                    dropped.append(index.name)
+                }
+            }
+        }
         for index in indexes {
             for entry in declared[index.position].entryValues(of: record) { try writer.delete(Self.entryKey(index.prefix, entry.bytes, primary)) }
         }
-        guard let value, !store.faults.skipPreviousGenerations else { return }
-        for index in indexes {
-            guard let previous = index.previous else { continue }
-            let entries: [[UInt8]]
-            do throws(IndexUnverifiable) {
-                entries = try previousEntries(R.self, previous, key: key, value: value)
-            } catch {
-                try dropPrevious(R.self, index: index.name, writer: writer)
-                continue
-            }
-            for entryKey in entries { try writer.delete(entryKey) }
-        }
+        for entryKey in previousEntries { try writer.delete(entryKey) }
+        for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
     }
 
     /// The record stored at `key`, decoded (its index entries are derived from it), with its

@@ -151,36 +151,71 @@ extension TransactionContext {
     }
 
     /// A query on an index being built whose components differ from the readable generation it
-    /// replaces: the candidates are that generation's entries matching the query on the
-    /// components both share (at least the first), each record once; the new definition's entries
-    /// are computed from the records, filtered by the whole query and sorted. Exact, but it reads
-    /// and holds every candidate before returning the first row: O(candidates), not O(limit).
+    /// replaces. That generation orders its entries by the components both share (at least the
+    /// first), so its entries matching the query on those are read in `order`, one group of equal
+    /// shared values at a time: each group's records are read once, their new entries computed,
+    /// filtered by the whole query and sorted, and returned until the limit. Time and memory go
+    /// with the groups read (one group when the query fixes every shared component), not with the
+    /// limit alone. Records a build would leave without entries (damaged, or of a version without
+    /// migration) are left out, as the build leaves them out.
     private func scanThroughPrevious<R: Record>(
         _ index: RecordIndex<R>, _ previous: PreviousIndex, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]?,
         _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
-        let candidates: [KeyRange]
+        /// The length of the first `count` component encodings in `bytes`.
+        func leading(_ count: Int, of bytes: UnsafeRawBufferPointer) throws -> Int {
+            var reader = KeyReader(bytes)
+            do {
+                for _ in 0..<count { try reader.skipComponent() }
+            } catch {
+                throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "entry key: \(error)")
+            }
+            return reader.offset
+        }
+        var candidates: [KeyRange]
         if query.componentTypes.count <= previous.shared {
             candidates = query.ranges(keyspacePrefix: previous.prefix)
         } else {
             // The query goes past the shared components, so those are all equalities: their
             // encodings lead the query's prefix.
-            let sharedEqualities = try query.prefix.withUnsafeBytes { raw in
-                var reader = KeyReader(raw)
-                for _ in 0..<previous.shared { try reader.skipComponent() }
-                return reader.offset
-            }
-            candidates = query.isEmpty ? [] : [KeyRange.components(prefix: previous.prefix + query.prefix[..<sharedEqualities])]
+            let length = try query.prefix.withUnsafeBytes { try leading(previous.shared, of: $0) }
+            candidates = query.isEmpty ? [] : [KeyRange.components(prefix: previous.prefix + query.prefix[..<length])]
+        }
+        if let position {  // start at the position's group: entries after the position may share its values
+            let group = previous.prefix + position[..<(try position.withUnsafeBytes { try leading(previous.shared, of: $0) })]
+            candidates = candidates.map { order == .ascending ? $0.above(group) : $0.below(group + [0xFF]) }
         }
         let wanted = query.ranges(keyspacePrefix: [])
         let keyspacePrefix = prefix(R.self)
         let components = previous.definition.components.count
-        var seen = Set<[UInt8]>()
+        var remaining = max(0, limit ?? Int.max)
+        var group: [UInt8] = []
         var rows: [(entry: [UInt8], primaryOffset: Int, key: [UInt8], value: [UInt8])] = []
-        try scan(candidates, order: .ascending, limit: nil) { key, value in
+        var stopped = false
+        guard remaining > 0 else { return }
+
+        /// Returns the group's rows in order; `false` once the limit is reached or `body` stops.
+        func flush() throws -> Bool {
+            rows.sort { order == .ascending ? $0.entry.lexicographicallyPrecedes($1.entry) : $1.entry.lexicographicallyPrecedes($0.entry) }
+            defer { rows.removeAll(keepingCapacity: true) }
+            for row in rows {
+                let goOn = try row.entry.withUnsafeBytes { e in
+                    try row.key.withUnsafeBytes { k in try row.value.withUnsafeBytes { v in try body(e, row.primaryOffset, k, v) } }
+                }
+                remaining -= 1
+                if !goOn || remaining == 0 { return false }
+            }
+            return true
+        }
+
+        try scan(candidates, order: order, limit: nil) { key, value in
             let suffix = UnsafeRawBufferPointer(rebasing: key[previous.prefix.count...])
-            let primary = Array(suffix[try Self.primaryOffset(inEntry: suffix, components: components, index: index.name, of: R.self)...])
-            guard seen.insert(primary).inserted else { return true }  // another element of a multi-valued component
+            let shared = try leading(previous.shared, of: suffix)
+            if !suffix[..<shared].elementsEqual(group) {
+                if try !flush() { stopped = true; return false }
+                group = Array(suffix[..<shared])
+            }
+            let primary = Array(suffix[try leading(components, of: suffix)...])
             let recordKey = keyspacePrefix + primary
             let stored: [UInt8]
             if previous.definition.covering {
@@ -191,8 +226,13 @@ extension TransactionContext {
                 }
                 stored = value
             }
-            let record = try recordKey.withUnsafeBytes { k in try stored.withUnsafeBytes { try decode(R.self, key: k, value: $0) } }
-            for values in index.entryValues(of: record) {
+            let record: R
+            do {
+                record = try recordKey.withUnsafeBytes { k in try stored.withUnsafeBytes { try decode(R.self, key: k, value: $0) } }
+            } catch RecordError.corruptRecord, RecordError.versionMismatch {
+                return true
+            }
+            for values in index.entryValues(of: record) where values.bytes.starts(with: group) {  // this group's entries only
                 let entry = values.bytes + primary
                 guard wanted.contains(where: { $0.contains(entry) }) else { continue }
                 if let position {
@@ -203,13 +243,7 @@ extension TransactionContext {
             }
             return true
         }
-        rows.sort { order == .ascending ? $0.entry.lexicographicallyPrecedes($1.entry) : $1.entry.lexicographicallyPrecedes($0.entry) }
-        for row in rows.prefix(limit ?? Int.max) {
-            let goOn = try row.entry.withUnsafeBytes { e in
-                try row.key.withUnsafeBytes { k in try row.value.withUnsafeBytes { v in try body(e, row.primaryOffset, k, v) } }
-            }
-            if !goOn { return }
-        }
+        if !stopped { _ = try flush() }
     }
 
     /// Checks a query's shape against the index's components, as ``validate(_:for:)`` does for keys.

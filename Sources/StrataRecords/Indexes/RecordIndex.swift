@@ -45,10 +45,12 @@ import StrataKeyCodec
 ///   components to be single-valued, and each old component to be a key component or a field the
 ///   catalog describes (RecordFormat.md, "Changed definitions"); otherwise queries throw
 ///   `indexNotReady` until the build, as for a new index. With the same components (only unique or
-///   covering changed) queries read the old entries as they are; otherwise they read every old
-///   entry matching the shared components, compute and sort the new entries in memory, and so
-///   take time and memory in proportion to those candidates rather than to the limit. A unique
-///   constraint added by the change holds only once the build has checked every record.
+///   covering changed) queries read the old entries as they are; otherwise they read the old
+///   entries one group of equal shared values at a time, computing and sorting each group's new
+///   entries in memory, so they take time and memory in proportion to the groups they read
+///   rather than to the limit. A write whose old entries are not where its stored bytes put them
+///   (a migrated record, a component that is not the field of its name) retires the old
+///   generation. A unique constraint added by the change holds once the build has checked every record.
 public struct RecordIndex<R: Record>: Sendable {
     /// The index's name, unique within the record type; part of every entry key.
     public let name: String
