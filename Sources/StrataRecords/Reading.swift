@@ -233,6 +233,7 @@ extension TransactionContext {
 
 extension KeyRange {
     /// The part of this range strictly above `key`.
+    @usableFromInline
     func above(_ key: [UInt8]) -> KeyRange {
         var range = self
         switch lower {
@@ -244,6 +245,7 @@ extension KeyRange {
     }
 
     /// The part of this range strictly below `key`.
+    @usableFromInline
     func below(_ key: [UInt8]) -> KeyRange {
         var range = self
         switch upper {

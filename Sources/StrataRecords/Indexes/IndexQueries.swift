@@ -11,6 +11,7 @@ import StrataKeyCodec
 extension RecordIndex {
     /// The records whose entries match `query`, at most `limit`, in index order (records with
     /// equal values in primary-key order).
+    @inlinable
     public func select(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil) throws -> [R] {
         var records: [R] = []
         try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, record in
@@ -21,6 +22,7 @@ extension RecordIndex {
     }
 
     /// Visits the matching records one at a time; `body` returns `false` to stop.
+    @inlinable
     public func forEach(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
                         _ body: (R) throws -> Bool) throws {
         try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, record in try body(record()) }
@@ -29,6 +31,7 @@ extension RecordIndex {
     /// Visits the matching records as views over the engine's bytes (``RecordView``), valid only
     /// inside `body`; `body` returns `false` to stop. The checksum is verified before `body` sees a
     /// view. A covering index lends the record from its entry; otherwise each record is read by key.
+    @inlinable
     public func forEachView(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
                             _ body: (RecordView<R>) throws -> Bool) throws {
         let prefixLength = ctx.prefix(R.self).count
@@ -40,6 +43,7 @@ extension RecordIndex {
 
     /// How many entries match `query` (records are not read). A multi-valued index counts a
     /// record once per matching element.
+    @inlinable
     public func count(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> Int {
         var n = 0
         try ctx.scanIndex(self, query, limit: nil, order: .ascending, readRecords: false) { _, _, _ in
@@ -51,6 +55,7 @@ extension RecordIndex {
 
     /// The primary keys of the matching records (their encoded components, without the keyspace),
     /// without reading the records.
+    @inlinable
     public func primaryKeys(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil) throws -> [EncodedIndexKey] {
         var keys: [EncodedIndexKey] = []
         try ctx.scanIndex(self, query, limit: limit, order: order ?? query.defaultOrder, readRecords: false) { entry, primary, _ in
@@ -81,6 +86,7 @@ extension TransactionContext {
     /// Visits the entries of `index` matching `query` in `order`, strictly after `position` (an
     /// entry key without the index's prefix; before it, descending): the entry key without the
     /// prefix, where the primary key starts in it and, when `readRecords`, the record.
+    @inlinable
     func scanIndex<R: Record>(
         _ index: RecordIndex<R>, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]? = nil, readRecords: Bool = true,
         _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ record: () -> R) throws -> Bool
@@ -95,24 +101,14 @@ extension TransactionContext {
     /// ``scanIndex(_:_:limit:order:after:readRecords:_:)`` with the stored record lent rather than
     /// decoded: its key (keyspace prefix included) and value, from the entry when the index is
     /// covering, else read by key (empty when not `readRecords`). Valid only inside `body`.
+    @inlinable
     func scanIndexRows<R: Record>(
         _ index: RecordIndex<R>, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]? = nil, readRecords: Bool = true,
         _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
-        guard let active = try prepare(R.self).first(where: { $0.name == index.name }) else {
-            throw RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: "\(R.self).indexes does not declare it")
-        }
-        guard active.state == .readable || active.previous != nil else {
-            throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: active.state)
-        }
-        try validate(query, for: index)
-        // Where the entries are read: the index, or while it is built the generation it replaces.
-        var source = (prefix: active.prefix, components: active.componentCount, covering: active.covering)
-        if active.state != .readable, let previous = active.previous {
-            guard previous.sameComponents else {
-                return try scanThroughPrevious(index, previous, query, limit: limit, order: order, after: position, body)
-            }
-            source = (previous.prefix, previous.definition.components.count, previous.definition.covering)
+        let source = try indexSource(index, query)
+        if let previous = source.throughPrevious {
+            return try scanThroughPrevious(index, previous, query, limit: limit, order: order, after: position, body)
         }
         let keyspacePrefix = prefix(R.self)
         var recordKey = keyspacePrefix
@@ -139,8 +135,29 @@ extension TransactionContext {
         }
     }
 
+    /// Where the entries of `index` are read, after the checks every index query makes: declared,
+    /// readable (or standing in for by a previous generation), and `query` of the index's shape.
+    @usableFromInline
+    func indexSource<R: Record>(_ index: RecordIndex<R>, _ query: RecordQuery) throws -> IndexSource {
+        guard let active = try prepare(R.self).first(where: { $0.name == index.name }) else {
+            throw RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: "\(R.self).indexes does not declare it")
+        }
+        guard active.state == .readable || active.previous != nil else {
+            throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: active.state)
+        }
+        try validate(query, for: index)
+        guard active.state != .readable, let previous = active.previous else {
+            return IndexSource(prefix: active.prefix, components: active.componentCount, covering: active.covering, throughPrevious: nil)
+        }
+        // Being built: the generation it replaces is read instead, as it is when only unique or
+        // covering changed, else through scanThroughPrevious.
+        return IndexSource(prefix: previous.prefix, components: previous.definition.components.count, covering: previous.definition.covering,
+                           throughPrevious: previous.sameComponents ? nil : previous)
+    }
+
     /// Where the primary key starts in an entry key without its index prefix: after `components` values.
-    private static func primaryOffset<R: Record>(inEntry suffix: UnsafeRawBufferPointer, components: Int, index: String, of _: R.Type) throws -> Int {
+    @usableFromInline
+    static func primaryOffset<R: Record>(inEntry suffix: UnsafeRawBufferPointer, components: Int, index: String, of _: R.Type) throws -> Int {
         var entry = KeyReader(suffix)
         do {
             for _ in 0..<components { try entry.skipComponent() }
@@ -158,7 +175,8 @@ extension TransactionContext {
     /// with the groups read (one group when the query fixes every shared component), not with the
     /// limit alone. Records a build would leave without entries (damaged, or of a version without
     /// migration) are left out, as the build leaves them out.
-    private func scanThroughPrevious<R: Record>(
+    @usableFromInline
+    func scanThroughPrevious<R: Record>(
         _ index: RecordIndex<R>, _ previous: PreviousIndex, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]?,
         _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
@@ -247,6 +265,7 @@ extension TransactionContext {
     }
 
     /// Checks a query's shape against the index's components, as ``validate(_:for:)`` does for keys.
+    @usableFromInline
     func validate<R: Record>(_ query: RecordQuery, for index: RecordIndex<R>) throws {
         if query.continuesAfterComparison {
             throw RecordError.invalidQuery(type: "\(R.self)", detail: "only the last component of a query on index \(index.name) may be a comparison")
@@ -258,5 +277,22 @@ extension TransactionContext {
             let component = index.components[i]
             throw RecordError.invalidQuery(type: "\(R.self)", detail: "component \(i) of index \(index.name) (\(component.name)) is \(component.typeName)")
         }
+    }
+}
+
+/// Where an index query reads its entries (``TransactionContext/indexSource(_:_:)``).
+@usableFromInline
+struct IndexSource {
+    /// The entries' prefix: the index's, or the previous generation's.
+    @usableFromInline let prefix: [UInt8]
+    /// The values before the primary key in each entry.
+    @usableFromInline let components: Int
+    /// Whether each entry holds the record.
+    @usableFromInline let covering: Bool
+    /// Set when the query must go through a previous generation of other components.
+    @usableFromInline let throughPrevious: PreviousIndex?
+
+    init(prefix: [UInt8], components: Int, covering: Bool, throughPrevious: PreviousIndex?) {
+        (self.prefix, self.components, self.covering, self.throughPrevious) = (prefix, components, covering, throughPrevious)
     }
 }
