@@ -34,7 +34,8 @@ struct StoredIndex: Equatable {
     /// would leave that generation's entries behind its records.
     static let previousFeature = "previous-generation"
 
-    var features: [String] = []
+    /// Features a build must know to use this entry: derived from what it holds.
+    var features: [String] { previous == nil ? [] : [Self.previousFeature] }
     /// Part of the entries' prefix: a changed definition gets a new generation, so the old
     /// entries can be cleared later without being mistaken for new ones.
     var generation: Int
@@ -43,11 +44,14 @@ struct StoredIndex: Equatable {
     /// Older generations whose entries are still stored (cleared by the next `Store.prepare`).
     var retired: [Int] = []
     /// The readable generation a changed definition replaced, while the new one is built.
-    var previous: Previous? {
-        didSet {
-            features.removeAll { $0 == Self.previousFeature }
-            if previous != nil { features.append(Self.previousFeature) }
-        }
+    var previous: Previous?
+
+    /// Moves the previous generation (if any) to the retired ones, whose entries the next
+    /// `Store.prepare` clears.
+    mutating func retirePrevious() {
+        guard let previous else { return }
+        retired.append(previous.generation)
+        self.previous = nil
     }
 
     func encoded() -> [UInt8] {
@@ -91,11 +95,11 @@ struct StoredIndex: Equatable {
         self.definition = definition
         self.retired = retired
         self.previous = previous
-        if previous != nil { features = [Self.previousFeature] }
     }
 
     init(decoding bytes: UnsafeRawBufferPointer, keyspace: String, name: String) throws {
         var r = FieldReader(bytes)
+        let features: [String]
         do throws(FieldDecodingError) {
             features = try r.read([String].self)
         } catch {
@@ -140,7 +144,7 @@ struct ActiveIndex {
 
 /// A readable generation a changed definition replaced (``StoredIndex/previous``), as a
 /// transaction sees it. Its definition is no longer any Swift type's, so its entries are
-/// computed from the records' stored bytes through the catalog (``CatalogSnapshot/entries(of:keyspace:name:record:keyLayout:primaryKey:)``).
+/// computed from the records' stored bytes through the catalog (``CatalogSnapshot/entries(of:generation:keyspace:name:record:keyLayout:primaryKey:)``).
 /// Queries on the new definition read their candidates from it while the new one is built.
 @usableFromInline
 struct PreviousIndex {
@@ -165,12 +169,8 @@ struct PreviousIndex {
         } catch {
             throw IndexUnverifiable(reason: error.detail)
         }
-        if record.undescribed != nil {
-            throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
-        }
-        return try CatalogSnapshot.entries(of: StoredIndex(generation: generation, state: .readable, definition: definition),
-                                           keyspace: keyspace, name: name, record: record, keyLayout: keyLayout,
-                                           primaryKey: UnsafeRawBufferPointer(rebasing: key[keyspacePrefixLength...]))
+        return try CatalogSnapshot.entries(of: definition, generation: generation, keyspace: keyspace, name: name, record: record,
+                                           keyLayout: keyLayout, primaryKey: UnsafeRawBufferPointer(rebasing: key[keyspacePrefixLength...]))
     }
 }
 
@@ -223,6 +223,13 @@ enum IndexCatalog {
             keyspaceIsEmpty = empty
             return empty
         }
+        var snapshot: CatalogSnapshot?
+        func catalog() throws -> CatalogSnapshot {  // read once, for the previous generations' transcoding
+            if let snapshot { return snapshot }
+            let made = try previousCatalog(R.self, in: tx)
+            snapshot = made
+            return made
+        }
         var active: [ActiveIndex] = []
         var registered = false
         for (position, index) in declared.enumerated() {
@@ -258,15 +265,12 @@ enum IndexCatalog {
                 prefix: entriesPrefix(keyspace: keyspace, name: index.name, generation: registeredIndex.generation),
                 generation: registeredIndex.generation, state: registeredIndex.state, unique: index.unique, covering: index.covering,
                 componentCount: index.components.count,
-                previous: try registeredIndex.previous.map { try previousIndex($0, of: R.self, name: index.name, for: definition, in: tx) }))
+                previous: try registeredIndex.previous.map { try previousIndex($0, of: R.self, name: index.name, for: definition, catalog: catalog()) }))
         }
         if let writer {
             for (name, var index) in stored where index.state != .disabled && !names.contains(name) {
                 index.state = .disabled
-                if let previous = index.previous {
-                    index.retired.append(previous.generation)
-                    index.previous = nil
-                }
+                index.retirePrevious()
                 try writer.put(index.encoded(), forKey: SystemKey.index(keyspace: keyspace, name: name))
             }
             if registered { try Catalog.require(feature, keyspace: keyspace, in: tx, writer: writer) }
@@ -303,22 +307,28 @@ enum IndexCatalog {
         zip(a.components, b.components).prefix { $0 == $1 }.count
     }
 
-    private static func previousIndex<R: Record>(_ previous: StoredIndex.Previous, of _: R.Type, name: String, for definition: IndexDefinition,
-                                                 in tx: any KeyValueReader) throws -> PreviousIndex {
+    /// The keyspace's catalog entry, with `R`'s current schema even before its first write: what
+    /// previous generations decode stored records with.
+    private static func previousCatalog<R: Record>(_: R.Type, in tx: any KeyValueReader) throws -> CatalogSnapshot {
         let type = R.recordType
-        let declaredKey = type.key.map { (name: $0.name, type: $0.typeName) }
         var entry = try tx.get(SystemKey.keyspace(type.keyspace)).map { try CatalogEntry(decoding: $0, keyspace: type.keyspace) }
-            ?? CatalogEntry(key: declaredKey)
+            ?? CatalogEntry(key: type.key.map { (name: $0.name, type: $0.typeName) })
         if !entry.schemas.contains(where: { $0.version == type.version }) {
             entry.schemas.append(CatalogEntry.Schema(version: type.version, fields: type.fields))
         }
+        return CatalogSnapshot(keyspace: type.keyspace, entry: entry)
+    }
+
+    private static func previousIndex<R: Record>(_ previous: StoredIndex.Previous, of _: R.Type, name: String, for definition: IndexDefinition,
+                                                 catalog: CatalogSnapshot) -> PreviousIndex {
+        let type = R.recordType
         let shared = sharedComponents(previous.definition, definition)
         return PreviousIndex(
             generation: previous.generation,
             prefix: entriesPrefix(keyspace: type.keyspace, name: name, generation: previous.generation),
             definition: previous.definition, shared: shared,
             sameComponents: shared == previous.definition.components.count && shared == definition.components.count,
-            keyspace: type.keyspace, name: name, catalog: CatalogSnapshot(keyspace: type.keyspace, entry: entry), keyLayout: declaredKey)
+            keyspace: type.keyspace, name: name, catalog: catalog, keyLayout: type.key.map { (name: $0.name, type: $0.typeName) })
     }
 }
 

@@ -130,9 +130,8 @@ extension TransactionContext {
         let definitionKey = SystemKey.index(keyspace: keyspace, name: name)
         if let bytes = try reader.get(definitionKey) {
             var stored = try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: keyspace, name: name) }
-            if let previous = stored.previous {
-                stored.retired.append(previous.generation)
-                stored.previous = nil
+            if stored.previous != nil {
+                stored.retirePrevious()
                 try writer.put(stored.encoded(), forKey: definitionKey)
             }
         }

@@ -119,7 +119,7 @@ extension TransactionContext {
         }
         try scan(ranges, order: order, limit: limit) { key, value in
             let suffix = UnsafeRawBufferPointer(rebasing: key[source.prefix.count...])
-            let primaryOffset = try Self.primaryOffset(inEntry: suffix, components: source.components, index: index.name, of: R.self)
+            let primaryOffset = try Self.leadingLength(source.components, of: suffix, index: index.name, of: R.self)
             guard readRecords else { return try body(suffix, primaryOffset, UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0)) }
             recordKey.removeSubrange(keyspacePrefix.count...)
             recordKey += suffix[primaryOffset...]
@@ -155,16 +155,17 @@ extension TransactionContext {
                            throughPrevious: previous.sameComponents ? nil : previous)
     }
 
-    /// Where the primary key starts in an entry key without its index prefix: after `components` values.
+    /// The length of the first `count` component values of `bytes` (an entry key without its
+    /// index prefix, or a query's prefix): after all of an entry's values, where its primary key starts.
     @usableFromInline
-    static func primaryOffset<R: Record>(inEntry suffix: UnsafeRawBufferPointer, components: Int, index: String, of _: R.Type) throws -> Int {
-        var entry = KeyReader(suffix)
+    static func leadingLength<R: Record>(_ count: Int, of bytes: UnsafeRawBufferPointer, index: String, of _: R.Type) throws -> Int {
+        var reader = KeyReader(bytes)
         do {
-            for _ in 0..<components { try entry.skipComponent() }
+            for _ in 0..<count { try reader.skipComponent() }
         } catch {
             throw RecordError.corruptIndex(type: "\(R.self)", index: index, detail: "entry key: \(error)")
         }
-        return entry.offset
+        return reader.offset
     }
 
     /// A query on an index being built whose components differ from the readable generation it
@@ -180,15 +181,8 @@ extension TransactionContext {
         _ index: RecordIndex<R>, _ previous: PreviousIndex, _ query: RecordQuery, limit: Int?, order: Order, after position: [UInt8]?,
         _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
-        /// The length of the first `count` component encodings in `bytes`.
         func leading(_ count: Int, of bytes: UnsafeRawBufferPointer) throws -> Int {
-            var reader = KeyReader(bytes)
-            do {
-                for _ in 0..<count { try reader.skipComponent() }
-            } catch {
-                throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "entry key: \(error)")
-            }
-            return reader.offset
+            try Self.leadingLength(count, of: bytes, index: index.name, of: R.self)
         }
         var candidates: [KeyRange]
         if query.componentTypes.count <= previous.shared {

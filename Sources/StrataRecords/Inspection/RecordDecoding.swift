@@ -196,13 +196,17 @@ extension CatalogSnapshot {
         return table
     }()
 
-    /// The entry keys (and values) a readable index calls for, computed from a decoded record
-    /// without its Swift type; throws naming why not (a component that is not a stored field or
-    /// a key component, or whose format has no key encoding).
-    static func entries(of index: StoredIndex, keyspace: String, name: String, record: DecodedRecord,
+    /// The entry keys an index of `definition` under `generation` calls for, computed from a
+    /// decoded record without its Swift type; throws naming why not (a version whose fields the
+    /// catalog does not describe, a component that is not a stored field or a key component, or
+    /// whose format has no key encoding).
+    static func entries(of definition: IndexDefinition, generation: Int, keyspace: String, name: String, record: DecodedRecord,
                         keyLayout: [(name: String, type: String)], primaryKey: UnsafeRawBufferPointer) throws(IndexUnverifiable) -> [[UInt8]] {
-        var combinations: [[UInt8]] = [SystemKey.indexEntries(keyspace: keyspace, name: name, generation: index.generation)]
-        for component in index.definition.components {
+        if record.undescribed != nil {
+            throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
+        }
+        var combinations: [[UInt8]] = [SystemKey.indexEntries(keyspace: keyspace, name: name, generation: generation)]
+        for component in definition.components {
             guard let value = record.value(named: component.name, keyLayout: keyLayout) else {
                 throw IndexUnverifiable(reason: "component \(component.name) is not a stored field or key component the catalog describes")
             }

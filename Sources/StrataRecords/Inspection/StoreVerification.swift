@@ -195,12 +195,10 @@ extension Store {
                 guard let here = positions[keyspace], let entry = catalog.keyspaces[keyspace] else { return true }
                 for i in here.values.flatMap(\.values) where expectations[i].check.checked {
                     do throws(IndexUnverifiable) {
-                        if record.undescribed != nil {
-                            throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
-                        }
                         let keys = try CatalogSnapshot.entries(
-                            of: expectations[i].index, keyspace: keyspace, name: expectations[i].check.name, record: record,
-                            keyLayout: entry.key, primaryKey: UnsafeRawBufferPointer(rebasing: key[keyStart...]))
+                            of: expectations[i].index.definition, generation: expectations[i].index.generation, keyspace: keyspace,
+                            name: expectations[i].check.name, record: record, keyLayout: entry.key,
+                            primaryKey: UnsafeRawBufferPointer(rebasing: key[keyStart...]))
                         let stored = expectations[i].index.definition.covering ? Array(value) : []
                         for k in keys { expectations[i].entries[k] = stored }
                     } catch {

@@ -231,10 +231,7 @@ extension TransactionContext {
         if exhausted {
             guard var stored = try IndexCatalog.stored(keyspace: keyspace, in: reader).first(where: { $0.name == index.name })?.index else { return handled }
             stored.state = .readable
-            if let previous = stored.previous {  // its stand-in is no longer needed: cleared by the next batches
-                stored.retired.append(previous.generation)
-                stored.previous = nil
-            }
+            stored.retirePrevious()  // its stand-in is no longer needed: cleared by the next batches
             try writer.put(stored.encoded(), forKey: SystemKey.index(keyspace: keyspace, name: index.name))
             try writer.delete(jobKey)
             report.built.append(index.name)
