@@ -3,6 +3,9 @@
 #   make test   installs missing system libraries, runs the whole test suite
 
 SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
+# The tests also run the etcd engine on local clusters they start (and stop by PID).
+PACKAGES = $(SYSTEM_PACKAGES)
+test conformance: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
 
 .PHONY: run test deps conformance bench-long crash clean
 
@@ -18,6 +21,7 @@ test: deps
 	bash Tests/CompileChecks/run.sh
 	bash Tests/Fixtures/check-sqlite-only.sh
 	.build/debug/strata conformance --engine all
+	.build/debug/strata-etcd conformance --members 3 --differential 2000
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
 	.build/debug/strata crash-test --engine all --kills 20
@@ -27,7 +31,7 @@ test: deps
 # Installs the Debian packages that are missing (apt-get update only when something is): as root
 # directly, otherwise through sudo; without sudo it names the packages to install and stops.
 deps:
-	@missing=""; for p in $(SYSTEM_PACKAGES); do \
+	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -40,10 +44,17 @@ deps:
 	  fi; \
 	  echo "installing:$$missing"; \
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
+	  case "$$missing" in *etcd-server*) \
+	    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then \
+	      echo "stopping the etcd service the package started (the tests start their own clusters)"; \
+	      $$sudo systemctl disable --now etcd; \
+	    fi;; \
+	  esac; \
 	fi
 
 conformance: deps
 	swift run -c release strata conformance --engine all
+	swift run -c release strata-etcd conformance --members 3
 
 # The long benchmark: a million records per store.
 bench-long: deps

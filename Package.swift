@@ -7,6 +7,8 @@
 //                         over the storage primitives adapters supply (KeyValueStorage)
 //   Sources/Strata<X>     one adapter per engine (LMDB, LevelDB, SQLite, Memory): primitives only,
 //                         depending on the core and their C library
+//   Sources/StrataEtcd    the etcd engine (a cluster over its JSON gateway); StrataEtcdCluster starts
+//                         local clusters; Sources/strata-etcd is its tool (not built by `make run`)
 //   Sources/StrataKeyCodec the order-preserving codec for typed index keys
 //   Sources/CCRC32C       CRC-32C (hardware where the CPU has it), the record checksum
 //   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter);
@@ -37,6 +39,10 @@ let package = Package(
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .library(name: "StrataRecordConformance", targets: ["StrataRecordConformance"]),
         .executable(name: "strata", targets: ["strata"]),
+        // The etcd engine, its local-cluster launcher and its tool: never built by `make run`.
+        .library(name: "StrataEtcd", targets: ["StrataEtcd"]),
+        .library(name: "StrataEtcdCluster", targets: ["StrataEtcdCluster"]),
+        .executable(name: "strata-etcd", targets: ["strata-etcd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -59,6 +65,10 @@ let package = Package(
         .target(name: "StrataLevelDB", dependencies: ["StrataEngine", "CLevelDB"]),
         .target(name: "StrataSQLite", dependencies: ["StrataEngine", "CSQLite"]),
         .target(name: "StrataMemory", dependencies: ["StrataEngine"]),
+        // etcd through its JSON gateway over plain HTTP/1.1 (no HTTP library), and a launcher of
+        // local clusters for tests and benchmarks.
+        .target(name: "StrataEtcd", dependencies: ["StrataEngine"]),
+        .target(name: "StrataEtcdCluster"),
 
         // The order-preserving key codec. Uses the core's KeyRange type; no engine.
         .target(name: "StrataKeyCodec", dependencies: ["StrataEngine"], exclude: ["KeyEncoding.md"]),
@@ -113,6 +123,15 @@ let package = Package(
             ]
         ),
 
+        // The etcd tool: conformance on a local or given cluster, and the suite's second process.
+        .executableTarget(
+            name: "strata-etcd",
+            dependencies: [
+                "StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine", "StrataConformance"]),
         .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance"]),
@@ -129,6 +148,10 @@ let package = Package(
                 "StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataBundledEngines", "StrataConformance",
                 "StrataRecordConformance", "StrataRecords", "StrataKeyCodec", "CLMDB", "CLevelDB",
             ]
+        ),
+        .testTarget(
+            name: "StrataEtcdTests",
+            dependencies: ["StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance", "StrataRecords", "StrataKeyCodec"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -17,6 +17,9 @@ public final class CaseContext: @unchecked Sendable {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
+    /// Where the engine keeps stores (``EngineUnderTest/locations``).
+    public var locations: any StoreLocations { engine.locations }
+
     /// Opens the case's store (again, after a close) with `options`.
     public func open(_ options: EngineOptions = EngineOptions(), at path: String? = nil) throws -> any KeyValueEngine {
         let store = try engine.open(path ?? directory, options)

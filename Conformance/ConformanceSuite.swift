@@ -28,6 +28,9 @@ public struct EngineUnderTest: Sendable, CustomStringConvertible {
     /// The second process multi-process cases drive (see ``ConformancePeer``). An engine that
     /// declares ``EngineCapabilities/multiProcess`` without one fails those cases.
     public var peer: ConformancePeer?
+    /// Where the engine keeps a store: directories (the default), or the engine's own mapping
+    /// of a path onto its namespace (see ``StoreLocations``).
+    public var locations: any StoreLocations = FileLocations()
 
     /// Opens one instance in a scratch directory to read its declaration; throws when that fails.
     public init(

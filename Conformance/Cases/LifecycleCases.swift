@@ -85,30 +85,29 @@ enum LifecycleCases {
             let missing = ctx.directory + "/missing"
             try expectError(.notFound(path: missing), "open existing") { try ctx.open(EngineOptions(mode: .openExisting), at: missing) }
             try expectError(.notFound(path: missing), "open read-only") { try ctx.open(EngineOptions(mode: .readOnly), at: missing) }
-            try expectEqual(FileManager.default.fileExists(atPath: missing), false, "the path exists afterwards")
+            try expectEqual(try ctx.locations.entries(at: missing), nil, "what is at the path afterwards")
         },
         ConformanceCase("lifecycle", "opening an empty directory without create fails and writes nothing", requires: .persistent) { ctx in
             try expectError(.notFound(path: ctx.directory), "open existing") { try ctx.open(EngineOptions(mode: .openExisting)) }
-            try expectEqual(try FileManager.default.contentsOfDirectory(atPath: ctx.directory), [], "files in the directory")
+            try expectEqual(try ctx.locations.entries(at: ctx.directory) ?? [], [], "entries at the location")
         },
         ConformanceCase("lifecycle", "opening a directory of foreign files fails and leaves them untouched", requires: .persistent) { ctx in
-            let file = ctx.directory + "/notes.txt"
-            try Data("mine".utf8).write(to: URL(fileURLWithPath: file))
+            try ctx.locations.writeEntry(Array("mine".utf8), named: "notes.txt", at: ctx.directory)
             for mode in [OpenMode.create, .openExisting] {
                 try expectError("open \(mode) on a foreign directory", matching: {
                     if case .notAStore = $0 { return true }; if case .notFound = $0 { return true }; return false
                 }) { try ctx.open(EngineOptions(mode: mode)) }
             }
-            try expectEqual(try FileManager.default.contentsOfDirectory(atPath: ctx.directory), ["notes.txt"], "files in the directory")
-            try expectEqual(try Data(contentsOf: URL(fileURLWithPath: file)), Data("mine".utf8), "the foreign file")
+            try expectEqual(try ctx.locations.entries(at: ctx.directory), ["notes.txt"], "entries at the location")
+            try expectEqual(try ctx.locations.readEntry(named: "notes.txt", at: ctx.directory), Array("mine".utf8), "the foreign entry")
         },
         ConformanceCase("lifecycle", "opening a regular file fails and leaves it untouched", requires: .persistent) { ctx in
             let file = ctx.directory + "/file"
-            try Data("plain file".utf8).write(to: URL(fileURLWithPath: file))
+            try ctx.locations.writeObject(Array("plain file".utf8), at: file)
             try expectError("open a regular file", matching: { if case .notAStore = $0 { return true }; return false }) {
                 try ctx.open(EngineOptions(mode: .create), at: file)
             }
-            try expectEqual(try Data(contentsOf: URL(fileURLWithPath: file)), Data("plain file".utf8), "the file")
+            try expectEqual(try ctx.locations.readObject(at: file), Array("plain file".utf8), "the file")
         },
         ConformanceCase("lifecycle", "a read-only store reads and refuses writes", requires: .persistent) { ctx in
             let store = try ctx.store(with: [(b("a"), b("1"))])

@@ -28,8 +28,12 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
     /// Prepares the store's directory (when the declaration names a marker file), claims the
     /// path for this process, and opens the storage with `open`. A failed open releases the path
     /// and leaves nothing behind that the storage did not.
+    ///
+    /// Storage without a directory that still has a location of its own (a key prefix on a
+    /// server) passes `claiming`, a name that identifies it: it is claimed instead, so that
+    /// opening it twice in one process is refused as for a directory.
     public init(
-        declaration: EngineDeclaration, path: String?, options: EngineOptions,
+        declaration: EngineDeclaration, path: String?, options: EngineOptions, claiming identity: String? = nil,
         open: (StorageContext) throws -> any KeyValueStorage
     ) throws {
         self.declaration = declaration
@@ -38,6 +42,8 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
         if let path, let marker = declaration.marker {
             try StoreDirectory.prepare(path, marker: marker, mode: options.mode)
             claimedPath = try OpenPathRegistry.claim(path)
+        } else if let identity {
+            claimedPath = try OpenPathRegistry.claim(identity: identity, reportedAs: path ?? identity)
         } else {
             claimedPath = nil
         }

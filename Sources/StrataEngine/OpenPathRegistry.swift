@@ -19,6 +19,14 @@ enum OpenPathRegistry {
         return canonical
     }
 
+    /// Claims a store that has no directory by a name that identifies it (taken as it is), or
+    /// throws ``EngineError/alreadyOpen(path:)`` naming `path`. Returns the name to release.
+    static func claim(identity: String, reportedAs path: String) throws(EngineError) -> String {
+        lock.lock(); defer { lock.unlock() }
+        guard paths.insert("\0" + identity).inserted else { throw .alreadyOpen(path: path) }
+        return "\0" + identity
+    }
+
     /// Gives back a path claimed with ``claim(_:)``.
     static func release(_ canonical: String) {
         lock.lock(); defer { lock.unlock() }

@@ -1,0 +1,133 @@
+import Foundation
+import StrataEngine
+
+/// How to reach an etcd cluster, and the limits it was started with.
+public struct EtcdOptions: Sendable, Hashable {
+    /// The members' client URLs (`http://host:port`); requests fail over from one to the next.
+    public var endpoints: [String]
+    /// A user and password, when the cluster has authentication enabled.
+    public var user: String?
+    public var password: String?
+    /// Seconds the writer lock outlives a process that died holding it (its lease's TTL): the
+    /// longest a crashed writer holds up the others. Default: 10.
+    public var leaseTTL: Int
+    /// The cluster's `--max-txn-ops` (default 128). Two operations of each commit are the
+    /// engine's own, so a transaction holds at most this minus 2 writes.
+    public var maxTransactionOperations: Int
+    /// The cluster's `--max-request-bytes` (default 1.5 MiB); the bytes a transaction may write
+    /// are derived from it (keys and values travel in base64).
+    public var maxRequestBytes: Int
+
+    public init(
+        endpoints: [String], user: String? = nil, password: String? = nil, leaseTTL: Int = 10,
+        maxTransactionOperations: Int = 128, maxRequestBytes: Int = 1_572_864
+    ) {
+        self.endpoints = endpoints
+        self.user = user
+        self.password = password
+        self.leaseTTL = leaseTTL
+        self.maxTransactionOperations = maxTransactionOperations
+        self.maxRequestBytes = maxRequestBytes
+    }
+
+    /// The declared limits: what one etcd transaction of the configured cluster can carry.
+    public var limits: EngineLimits {
+        let operations = max(maxTransactionOperations - 2, 1)
+        // A request is JSON: a fixed part (the lock compare, the commit token, the lock release)
+        // and per write about 56 bytes of syntax plus the base64 of the prefixed key and value.
+        let perWrite = 56 + (EtcdEngine.maxPrefixLength + 2) * 4 / 3
+        let bytes = max((maxRequestBytes - 2048 - operations * perWrite) * 3 / 4, 1)
+        return EngineLimits(maxValueLength: bytes, maxOperationsPerTransaction: operations, maxBytesPerTransaction: bytes)
+    }
+}
+
+/// A Strata engine on an etcd 3.4+ cluster: the same records, queries and tests as the
+/// embedded engines, replicated by Raft and shared by processes on any number of hosts.
+///
+/// ## How the contract is kept
+/// - **Where the store is.** A store is a key prefix: it owns the etcd keys that begin with the
+///   prefix and a zero byte (so `app` and `app2` never overlap), and writes a marker key there
+///   that every open checks. Keys in the namespace that no Strata store wrote make opening
+///   throw ``StrataEngine/EngineError/notAStore(path:reason:)``, untouched.
+/// - **Reads** run at one etcd revision, taken when the transaction begins: a true snapshot,
+///   also across hosts. A snapshot that the cluster compacts while it is read throws
+///   ``EtcdError/snapshotCompacted(revision:)``.
+/// - **Writes** take the store's writer lock (a key on this engine's lease, kept alive by a
+///   thread while the engine is open), read at the revision they took it at, buffer their writes
+///   (the core overlays them on reads) and commit in one etcd transaction that applies only if
+///   the lock is still theirs, writes a commit token and frees the lock. Writers of other
+///   processes and hosts wait for the lock; the transaction's closure runs once. A writer that
+///   dies holding the lock holds up the others for at most ``EtcdOptions/leaseTTL`` seconds.
+/// - **Unknown outcomes.** When a commit's answer is lost (timeout, leader change, broken
+///   connection), the engine reads its commit token and the lock: the token means it applied;
+///   the lock still ours means it has not, and the same request is sent again (only one copy
+///   can apply); neither means it never will (`mustRetry`). Unresolved before the timeout, the
+///   commit throws ``EtcdError/commitOutcomeUnknown(detail:)``, never a silent success.
+/// - **Limits** (``EtcdOptions/limits``): at most `maxTransactionOperations - 2` writes and
+///   the bytes a request of `maxRequestBytes` can carry per transaction; crossing one throws
+///   `transactionTooLarge` at the write that crosses it, before anything is sent. A record's
+///   index entries are writes of its transaction too: load and delete many records in batches.
+///   A range clear deletes key by key (each deleted key is a write).
+/// - **Durability** is etcd's (every commit is in a majority of members' logs);
+///   ``StrataEngine/Durability`` does not change it. ``StrataEngine/EngineOptions/timeout``
+///   bounds every request and the wait for the writer lock (then `locked`).
+/// - **Not supported:** TLS endpoints (`https://`): reach the cluster over a private network
+///   or through a TLS-terminating proxy.
+public final class EtcdEngine: CoreBackedEngine, @unchecked Sendable {
+    /// The longest prefix, in UTF-8 bytes (it is part of every key, against etcd's request size).
+    public static let maxPrefixLength = 256
+
+    public let core: CoreEngine
+    /// The store's key prefix.
+    public let prefix: String
+    public let etcdOptions: EtcdOptions
+    @_spi(Testing) public let faults = EtcdFaults()
+    private let storage: EtcdStorage
+
+    /// The declaration of an engine with `options`.
+    public static func declaration(_ options: EtcdOptions) -> EngineDeclaration {
+        EngineDeclaration(name: "etcd", capabilities: [.persistent, .multiProcess], limits: options.limits, readsOwnWrites: false)
+    }
+
+    /// Opens (or creates, with `.create`) the store at `prefix` on the cluster.
+    public init(prefix: String, options: EngineOptions = EngineOptions(), etcd: EtcdOptions) throws {
+        guard !prefix.isEmpty, prefix.utf8.count <= Self.maxPrefixLength else {
+            throw EngineError.invalidArgument("an etcd store's prefix is 1...\(Self.maxPrefixLength) bytes, not \(prefix.utf8.count)")
+        }
+        guard !etcd.endpoints.isEmpty else { throw EngineError.invalidArgument("no etcd endpoints given") }
+        let endpoints = try etcd.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
+        self.prefix = prefix
+        self.etcdOptions = etcd
+        let credentials = etcd.user.map { (user: $0, password: etcd.password ?? "") }
+        let faults = self.faults
+        var opened: EtcdStorage?
+        let identity = "etcd://" + endpoints.map(\.description).sorted().joined(separator: ",") + "/" + prefix
+        core = try CoreEngine(declaration: Self.declaration(etcd), path: prefix, options: options, claiming: identity) { context in
+            let client = EtcdClient(endpoints: endpoints, timeout: context.options.timeout, credentials: credentials)
+            do {
+                let storage = try EtcdStorage(client: client, prefix: prefix, mode: context.options.mode, leaseTTL: etcd.leaseTTL, faults: faults)
+                opened = storage
+                return storage
+            } catch {
+                client.close()
+                throw error
+            }
+        }
+        storage = opened!
+    }
+}
+
+extension EngineConfiguration {
+    /// The store at `prefix` on the etcd cluster `options` reaches; see ``EtcdEngine``.
+    public static func etcd(prefix: String, options: EtcdOptions) -> EngineConfiguration {
+        EngineConfiguration(name: "etcd", path: prefix) { try EtcdEngine(prefix: prefix, options: $0, etcd: options) }
+    }
+}
+
+extension EngineKind {
+    /// etcd stores on the cluster `options` reaches, a store's path being its key prefix (tests
+    /// and tools that name stores by directory get one namespace per directory).
+    public static func etcd(_ options: EtcdOptions) -> EngineKind {
+        EngineKind(declaration: EtcdEngine.declaration(options)) { .etcd(prefix: $0, options: options) }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import StrataEngine
+
+/// Plain key access to a cluster, outside any store: for tools and tests that look at what a
+/// store wrote, or put foreign keys beside it. Not transactional across calls.
+public final class EtcdKeySpace: @unchecked Sendable {
+    private let client: EtcdClient
+
+    public init(_ options: EtcdOptions, timeout: Duration = .seconds(30)) throws {
+        let endpoints = try options.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
+        client = EtcdClient(endpoints: endpoints, timeout: timeout, credentials: options.user.map { ($0, options.password ?? "") })
+    }
+
+    deinit { client.close() }
+
+    /// The etcd keys of the store at `prefix` begin with these bytes (the prefix and a zero byte).
+    public static func namespace(ofPrefix prefix: String) -> [UInt8] { EtcdLayout(prefix: prefix).namespace }
+
+    public func put(_ value: [UInt8], forKey key: [UInt8]) throws {
+        _ = try client.call("/v3/kv/put", ["key": key.base64, "value": value.base64], idempotent: true)
+    }
+
+    public func get(_ key: [UInt8]) throws -> [UInt8]? {
+        try client.call("/v3/kv/range", ["key": key.base64], idempotent: true).objects("kvs").first?.bytes("value")
+    }
+
+    /// Every key that begins with `prefix`, in order.
+    public func keys(withPrefix prefix: [UInt8]) throws -> [[UInt8]] {
+        try client.call("/v3/kv/range", ["key": prefix.base64, "range_end": successorOfPrefix(prefix).base64, "keys_only": true], idempotent: true)
+            .objects("kvs").map { $0.bytes("key") }
+    }
+
+    /// Deletes every key that begins with `prefix`; returns how many there were.
+    @discardableResult
+    public func deleteAll(withPrefix prefix: [UInt8]) throws -> Int {
+        Int(try client.call("/v3/kv/deleterange", ["key": prefix.base64, "range_end": successorOfPrefix(prefix).base64], idempotent: true)
+            .int64("deleted"))
+    }
+
+    /// The cluster's current revision.
+    public func revision() throws -> Int64 {
+        try client.call("/v3/kv/range", ["key": [0].base64, "count_only": true], idempotent: true).revision
+    }
+
+    /// Compacts the cluster's history up to `revision`: snapshots before it can no longer be read.
+    public func compact(toRevision revision: Int64) throws {
+        _ = try client.call("/v3/kv/compaction", ["revision": String(revision), "physical": true], idempotent: true)
+    }
+
+    /// The answering member's ID and the ID of the leader it knows (`/v3/maintenance/status`).
+    public func status() throws -> (member: UInt64, leader: UInt64) {
+        let answer = try client.call("/v3/maintenance/status", [:], idempotent: true)
+        let member = UInt64(answer.object("header")["member_id"] as? String ?? "") ?? 0
+        return (member, UInt64(answer["leader"] as? String ?? "") ?? 0)
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import StrataEngine
+
+/// A store's storage primitives on an etcd cluster: snapshots are etcd revisions, a write
+/// transaction holds the store's writer lock (a key on this instance's lease) and commits in one
+/// etcd transaction that checks it still holds the lock.
+final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
+    let client: EtcdClient
+    let layout: EtcdLayout
+    /// The store's location as the user named it (its prefix), for errors.
+    let location: String
+    let leaseTTL: Int
+    let faults: EtcdFaults
+    /// Identifies this engine instance in lock tokens and its commit key.
+    let instance = UUID().uuidString
+    private let lease: LeaseKeeper
+    private var sequence = 0
+
+    init(client: EtcdClient, prefix: String, mode: OpenMode, leaseTTL: Int, faults: EtcdFaults) throws {
+        self.client = client
+        layout = EtcdLayout(prefix: prefix)
+        location = prefix
+        self.leaseTTL = leaseTTL
+        self.faults = faults
+        lease = LeaseKeeper(client: client, ttl: leaseTTL)
+        try open(mode: mode)
+    }
+
+    /// Checks what the namespace holds: a store of this layout, nothing (created with `.create`),
+    /// or something else (refused, untouched).
+    private func open(mode: OpenMode) throws {
+        let answer = try txn(success: [
+            range(layout.marker),
+            range(layout.namespace, end: layout.namespaceEnd, limit: 1, keysOnly: true),
+        ], idempotent: true, what: "opening")
+        let responses = answer.objects("responses")
+        let marker = responses.first?.object("response_range").objects("kvs").first
+        if let marker {
+            let value = marker.bytes("value")
+            guard value == EtcdLayout.format else {
+                throw EngineError.notAStore(path: location, reason: "its marker says \"\(String(decoding: value, as: UTF8.self))\", not \"\(String(decoding: EtcdLayout.format, as: UTF8.self))\"")
+            }
+            return
+        }
+        let empty = responses.count < 2 || responses[1].object("response_range").objects("kvs").isEmpty
+        guard empty else {
+            throw EngineError.notAStore(path: location, reason: "the prefix holds keys that no Strata store wrote (no store marker)")
+        }
+        guard mode == .create else { throw EngineError.notFound(path: location) }
+        // Created at most once, even by several processes at the same time.
+        let created = try txn(
+            compare: [["key": layout.marker.base64, "target": "CREATE", "result": "EQUAL", "create_revision": "0"]],
+            success: [["request_put": ["key": layout.marker.base64, "value": EtcdLayout.format.base64]]],
+            failure: [range(layout.marker)], idempotent: true, what: "creating the store")
+        if created["succeeded"] as? Bool != true {
+            let value = created.objects("responses").first?.object("response_range").objects("kvs").first?.bytes("value")
+            guard value == EtcdLayout.format else { throw EngineError.notAStore(path: location, reason: "another format's marker appeared while creating") }
+        }
+    }
+
+    func beginRead() throws -> any StorageReadTransaction {
+        let answer = try call("/v3/kv/range", ["key": layout.marker.base64, "count_only": true], idempotent: true, what: "beginning a read")
+        return EtcdTransaction(storage: self, revision: answer.revision, token: nil)
+    }
+
+    func beginWrite() throws -> any StorageWriteTransaction {
+        sequence += 1
+        let token = "\(instance)/\(sequence)"
+        let revision = try acquireLock(token: token)
+        return EtcdTransaction(storage: self, revision: revision, token: token)
+    }
+
+    func close() throws {
+        lease.revoke()
+        client.close()
+    }
+
+    /// This instance's lease (the commit key lives on it).
+    func leaseID() throws -> Int64 { try lease.id() }
+
+    // MARK: The writer lock
+
+    /// Takes the store's writer lock for `token`, waiting while another instance holds it (at most
+    /// its lease's TTL after that instance dies), and returns the revision it was taken at.
+    private func acquireLock(token: String) throws -> Int64 {
+        let deadline = ContinuousClock.now + client.timeout
+        var pause = 0.001
+        while true {
+            let leaseID = try lease.id()
+            let answer: JSON
+            do {
+                answer = try txn(
+                    compare: [["key": layout.lock.base64, "target": "CREATE", "result": "EQUAL", "create_revision": "0"]],
+                    success: [["request_put": ["key": layout.lock.base64, "value": Array(token.utf8).base64, "lease": String(leaseID)]]],
+                    failure: [range(layout.lock)], idempotent: false, what: "taking the writer lock")
+            } catch let error as EtcdServerError where error.isLeaseNotFound {
+                lease.expired(leaseID)
+                continue
+            } catch is Ambiguous {
+                // Whether the lock was taken is learned by the next attempt (the holder's token is ours).
+                continue
+            }
+            if answer["succeeded"] as? Bool == true { return answer.revision }
+            let holder = String(decoding: answer.objects("responses").first?.object("response_range").objects("kvs").first?.bytes("value") ?? [], as: UTF8.self)
+            if holder == token { return answer.revision }
+            if holder.hasPrefix(instance + "/") {
+                // A lock this instance failed to release (its rollback could not reach the
+                // cluster): no transaction of ours holds it, so take it over.
+                let taken = try txn(
+                    compare: [["key": layout.lock.base64, "target": "VALUE", "result": "EQUAL", "value": Array(holder.utf8).base64]],
+                    success: [["request_put": ["key": layout.lock.base64, "value": Array(token.utf8).base64, "lease": String(leaseID)]]],
+                    idempotent: true, what: "taking over this instance's stale writer lock")
+                if taken["succeeded"] as? Bool == true { return taken.revision }
+                continue
+            }
+            if ContinuousClock.now + .milliseconds(Int(pause * 1000)) > deadline {
+                throw EngineError.locked(path: location)
+            }
+            Thread.sleep(forTimeInterval: pause)
+            pause = min(pause * 2, 0.05)
+        }
+    }
+
+    /// Gives the lock back without committing (a rollback). Best effort: a lock left behind is
+    /// taken over by this instance's next writer, or freed with the lease.
+    func releaseLock(token: String) {
+        _ = try? txn(
+            compare: [["key": layout.lock.base64, "target": "VALUE", "result": "EQUAL", "value": Array(token.utf8).base64]],
+            success: [["request_delete_range": ["key": layout.lock.base64]]], idempotent: true, what: "releasing the writer lock")
+    }
+
+    // MARK: Requests
+
+    func call(_ path: String, _ body: JSON, idempotent: Bool, deadline: ContinuousClock.Instant? = nil, what: String) throws -> JSON {
+        do {
+            return try client.call(path, body, idempotent: idempotent, deadline: deadline)
+        } catch let error as EtcdServerError {
+            throw translate(error, what: what)
+        }
+    }
+
+    func txn(compare: [JSON] = [], success: [JSON], failure: [JSON] = [], idempotent: Bool, deadline: ContinuousClock.Instant? = nil, what: String) throws -> JSON {
+        var body: JSON = ["success": success]
+        if !compare.isEmpty { body["compare"] = compare }
+        if !failure.isEmpty { body["failure"] = failure }
+        return try call("/v3/kv/txn", body, idempotent: idempotent, deadline: deadline, what: what)
+    }
+
+    /// The one place an etcd answer becomes a Strata error (server errors the engine does not
+    /// handle itself: lease and ambiguity are handled where they occur).
+    func translate(_ error: EtcdServerError, what: String) -> Error {
+        if error.isNoSpace { return EngineError.diskFull(path: "etcd cluster (store \(location))") }
+        if error.isTooLarge { return EngineError.transactionTooLarge(what: "operations or bytes for the cluster (\(error.message))", limit: 0) }
+        if error.isLeaseNotFound || error.isCompacted { return error }
+        return EngineError.engineFailure(engine: "etcd", code: error.code, message: error.message, operation: what)
+    }
+}
+
+/// A range request inside a txn.
+func range(_ key: [UInt8], end: [UInt8]? = nil, limit: Int = 0, keysOnly: Bool = false) -> JSON {
+    var request: JSON = ["key": key.base64]
+    if let end { request["range_end"] = end.base64 }
+    if limit > 0 { request["limit"] = String(limit) }
+    if keysOnly { request["keys_only"] = true }
+    return ["request_range": request]
+}
+
+/// This instance's lease, granted when first needed and kept alive by a thread until it is
+/// revoked: the writer lock and the commit key live on it, so they vanish `ttl` seconds after
+/// the process dies.
+final class LeaseKeeper: @unchecked Sendable {
+    private let client: EtcdClient
+    private let ttl: Int
+    private let lock = NSCondition()
+    private var current: Int64?
+    private var stopped = false
+    private var keeper: Thread?
+
+    init(client: EtcdClient, ttl: Int) {
+        self.client = client
+        self.ttl = ttl
+    }
+
+    /// The live lease's ID, granting one when there is none.
+    func id() throws -> Int64 {
+        if let current = lock.withLock({ current }) { return current }
+        let answer = try client.call("/v3/lease/grant", ["TTL": String(ttl)], idempotent: true)
+        let granted = answer.int64("ID")
+        lock.withLock {
+            current = granted
+            if keeper == nil {
+                let thread = Thread { [weak self] in self?.keepAlive() }
+                thread.name = "strata-etcd-lease"
+                keeper = thread
+                thread.start()
+            }
+        }
+        return granted
+    }
+
+    /// Forgets a lease the cluster no longer knows.
+    func expired(_ id: Int64) {
+        lock.withLock { if current == id { current = nil } }
+    }
+
+    func revoke() {
+        let id: Int64? = lock.withLock {
+            stopped = true
+            lock.broadcast()
+            return current
+        }
+        if let id {
+            _ = try? client.call("/v3/lease/revoke", ["ID": String(id)], idempotent: true, deadline: .now + .seconds(2))
+        }
+    }
+
+    private func keepAlive() {
+        let period = max(Double(ttl) / 3, 0.2)
+        while true {
+            let id: Int64? = lock.withLock {
+                _ = lock.wait(until: Date(timeIntervalSinceNow: period))
+                return stopped ? nil : current
+            }
+            if lock.withLock({ stopped }) { return }
+            guard let id else { continue }
+            let answer = try? client.call("/v3/lease/keepalive", ["ID": String(id)], idempotent: true,
+                                          deadline: .now + .seconds(max(ttl / 3, 1)))
+            if let answer, answer.object("result").int64("TTL") <= 0 && answer.object("result")["ID"] != nil {
+                expired(id)
+            }
+        }
+    }
+}
+
+/// Defects a test can switch on, to show that the engine's checks catch them.
+@_spi(Testing)
+public final class EtcdFaults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lost = 0
+    private var skipCheck = false
+
+    public init() {}
+
+    /// The next `n` commits are sent, then treated as timed out before their answer arrives
+    /// (the cluster applies them): the ambiguous outcome the commit token resolves.
+    public var loseCommitAnswers: Int {
+        get { lock.withLock { lost } }
+        set { lock.withLock { lost = newValue } }
+    }
+
+    /// Resolves an unknown commit outcome without reading the commit token: the broken variant
+    /// the ambiguous-commit test must catch.
+    public var skipCommitTokenCheck: Bool {
+        get { lock.withLock { skipCheck } }
+        set { lock.withLock { skipCheck = newValue } }
+    }
+
+    func takeLostAnswer() -> Bool {
+        lock.withLock {
+            guard lost > 0 else { return false }
+            lost -= 1
+            return true
+        }
+    }
+}

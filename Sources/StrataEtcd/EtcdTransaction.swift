@@ -1,0 +1,183 @@
+import Foundation
+import StrataEngine
+
+/// A transaction on one etcd revision. A reader reads at the revision current when it began; a
+/// writer (holding the writer lock, `token`) reads at the revision it took the lock at, buffers
+/// its writes (the core overlays them on its reads) and sends them in one etcd transaction.
+final class EtcdTransaction: BufferedStorageWriteTransaction {
+    private let storage: EtcdStorage
+    private let revision: Int64
+    /// The writer lock's token; `nil` for a reader.
+    private let token: String?
+    private var writes: [(key: [UInt8], value: [UInt8]?)] = []
+    private var committed = false
+
+    init(storage: EtcdStorage, revision: Int64, token: String?) {
+        self.storage = storage
+        self.revision = revision
+        self.token = token
+    }
+
+    // MARK: Reads
+
+    func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        let answer = try read(["key": storage.layout.data(key).base64, "revision": String(revision)], what: "reading a key")
+        guard let pair = answer.objects("kvs").first else { return try body(nil) }
+        return try pair.bytes("value").withUnsafeBytes { try body($0) }
+    }
+
+    /// Pages through the range at the transaction's revision, each page starting after the last
+    /// key of the one before; pages grow while the visitor goes on, so a short scan costs one
+    /// small request and a long one few.
+    func scan(
+        _ range: ResolvedRange, reverse: Bool, limit: Int?,
+        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        var (start, end) = storage.layout.bounds(range)
+        var remaining = limit ?? .max
+        var page = 64
+        while remaining > 0 {
+            var request: JSON = [
+                "key": start.base64, "range_end": end.base64, "revision": String(revision), "limit": String(min(page, remaining)),
+            ]
+            if reverse {
+                request["sort_order"] = "DESCEND"
+                request["sort_target"] = "KEY"
+            }
+            let answer = try read(request, what: "scanning")
+            let pairs = answer.objects("kvs")
+            for pair in pairs {
+                let key = pair.bytes("key")
+                let storeKey = storage.layout.storeKey(key)
+                let goOn = try storeKey.withUnsafeBytes { k in try pair.bytes("value").withUnsafeBytes { try visit(k, $0) } }
+                remaining -= 1
+                if !goOn || remaining == 0 { return }
+                if reverse { end = key } else { start = key + [0] }
+            }
+            guard answer["more"] as? Bool == true, !pairs.isEmpty else { return }
+            page = min(page * 4, 4096)
+        }
+    }
+
+    private func read(_ request: JSON, what: String) throws -> JSON {
+        do {
+            return try storage.call("/v3/kv/range", request, idempotent: true, what: what)
+        } catch let error as EtcdServerError where error.isCompacted {
+            throw EtcdError.snapshotCompacted(revision: revision)
+        }
+    }
+
+    // MARK: Writes
+
+    func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
+        writes.append((Array(key), Array(value)))
+    }
+
+    func delete(_ key: UnsafeRawBufferPointer) throws {
+        writes.append((Array(key), nil))
+    }
+
+    func replayBufferedWrites(_ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?) -> Void) {
+        for write in writes {
+            write.key.withUnsafeBytes { key in
+                if let value = write.value { value.withUnsafeBytes { visit(key, $0) } } else { visit(key, nil) }
+            }
+        }
+    }
+
+    /// Sends the writes (the last one of each key) in one etcd transaction that also writes this
+    /// instance's commit token and frees the lock, on condition that the lock is still ours.
+    func commit() throws {
+        guard let token else { return }
+        var last: [[UInt8]: [UInt8]?] = [:]
+        for write in writes { last[write.key] = write.value }
+        var ops: [JSON] = []
+        ops.reserveCapacity(last.count + 2)
+        for (key, value) in last {
+            let etcdKey = key.withUnsafeBytes { storage.layout.data($0) }.base64
+            if let value {
+                ops.append(["request_put": ["key": etcdKey, "value": value.base64]])
+            } else {
+                ops.append(["request_delete_range": ["key": etcdKey]])
+            }
+        }
+        let tokenBytes = Array(token.utf8).base64
+        let commitKey = storage.layout.commit(instance: storage.instance)
+        if !ops.isEmpty {
+            ops.append(["request_put": ["key": commitKey.base64, "value": tokenBytes, "lease": String(try storageLease())]])
+        }
+        ops.append(["request_delete_range": ["key": storage.layout.lock.base64]])
+        let request: JSON = [
+            "compare": [["key": storage.layout.lock.base64, "target": "VALUE", "result": "EQUAL", "value": tokenBytes]],
+            "success": ops,
+        ]
+        let deadline = ContinuousClock.now + storage.client.timeout
+        do {
+            try send(request, deadline: deadline)
+        } catch let ambiguous as Ambiguous {
+            try resolve(request, commitKey: commitKey, firstProblem: ambiguous.detail, deadline: deadline)
+        }
+        committed = true
+    }
+
+    private func storageLease() throws -> Int64 { try storage.leaseID() }
+
+    /// Sends the commit once: returns when it applied, throws ``Ambiguous`` when its outcome is
+    /// unknown, and `mustRetry` when the lock was no longer ours (nothing applied).
+    private func send(_ request: JSON, deadline: ContinuousClock.Instant) throws {
+        if storage.faults.takeLostAnswer() {
+            _ = try? storage.call("/v3/kv/txn", request, idempotent: false, deadline: deadline, what: "committing")
+            throw Ambiguous(detail: "the answer to the commit was lost (injected fault)")
+        }
+        let answer: JSON
+        do {
+            answer = try storage.call("/v3/kv/txn", request, idempotent: false, deadline: deadline, what: "committing")
+        } catch let error as EtcdServerError where error.isLeaseNotFound {
+            throw lockLost()  // the lock lived on that lease
+        }
+        guard answer["succeeded"] as? Bool == true else { throw lockLost() }
+    }
+
+    private func lockLost() -> EngineError {
+        .mustRetry(reason: "the store's writer lock expired before the commit (the lease of \(storage.leaseTTL) s was not renewed in time); nothing was written")
+    }
+
+    /// Learns whether a commit whose answer was lost applied. The commit key holds the token of
+    /// the last commit of this instance; the lock still holds ours while it has not applied (then
+    /// the same request is sent again: only one copy can apply, since the first to apply frees
+    /// the lock the other requires). When neither holds our token, it never applied and never
+    /// will (tokens are never reused).
+    private func resolve(_ request: JSON, commitKey: [UInt8], firstProblem: String, deadline: ContinuousClock.Instant) throws {
+        var problem = firstProblem
+        while ContinuousClock.now < deadline {
+            let state: JSON
+            do {
+                state = try storage.txn(success: [range(commitKey), range(storage.layout.lock)], idempotent: true, deadline: deadline,
+                                        what: "learning a commit's outcome")
+            } catch let error as EtcdError {
+                problem = error.description
+                break
+            }
+            let responses = state.objects("responses")
+            func value(_ i: Int) -> String? {
+                guard responses.indices.contains(i) else { return nil }
+                return responses[i].object("response_range").objects("kvs").first.map { String(decoding: $0.bytes("value"), as: UTF8.self) }
+            }
+            if !storage.faults.skipCommitTokenCheck && value(0) == token { return }
+            guard value(1) == token else { throw lockLost() }
+            do {
+                try send(request, deadline: deadline)
+                return
+            } catch let ambiguous as Ambiguous {
+                problem = ambiguous.detail
+            } catch EngineError.mustRetry {
+                continue  // someone's copy applied, or the lease expired: the next look tells
+            }
+        }
+        throw EtcdError.commitOutcomeUnknown(detail: problem)
+    }
+
+    func end() {
+        if let token, !committed { storage.releaseLock(token: token) }
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An etcd cluster of `members` processes on loopback, for tests, benchmarks and trying Strata
+/// on etcd: free ports, a temporary data directory per member, every member stopped by its PID.
+///
+/// Members are also stopped when this process exits normally (an `atexit` hook) and, should it
+/// be killed, by a watchdog beside each member that stops it within a second of this process's
+/// death: a failed or crashed test run leaves no etcd behind.
+public final class LocalCluster: @unchecked Sendable {
+    /// One member: its name, ports, data directory and process.
+    public struct Member: Sendable {
+        public let name: String
+        public let clientPort: Int
+        public let peerPort: Int
+        public let dataDirectory: String
+        public var clientURL: String { "http://127.0.0.1:\(clientPort)" }
+    }
+
+    public private(set) var members: [Member]
+    private var pids: [Int32?]
+    private let flags: [String]
+    private let root: String
+    private let executable: String
+
+    /// The client URLs of every member.
+    public var endpoints: [String] { members.map(\.clientURL) }
+
+    /// Starts `count` members with etcd's extra command-line `flags` (such as
+    /// `--max-txn-ops=10000`) and waits until every one answers.
+    public init(members count: Int, flags: [String] = [], etcd executable: String = "/usr/bin/etcd") throws {
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw ClusterError("no etcd at \(executable): install the Debian package etcd-server")
+        }
+        self.executable = executable
+        self.flags = flags
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("strata-etcd-\(UUID().uuidString)").path
+        self.root = root
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let ports = try freePorts(2 * count)
+        members = (0..<count).map { i in
+            Member(name: "m\(i)", clientPort: ports[2 * i], peerPort: ports[2 * i + 1], dataDirectory: "\(root)/m\(i)")
+        }
+        pids = Array(repeating: nil, count: count)
+        LocalCluster.register(self)
+        do {
+            for i in members.indices { try start(i, state: "new") }
+            for i in members.indices { try waitUntilServing(i) }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    /// The process ID of member `i` while it runs.
+    public func pid(_ i: Int) -> Int32? { pids[i] }
+
+    /// Starts member `i` again after ``kill(_:)`` (it rejoins with its data directory).
+    public func restart(_ i: Int) throws {
+        try start(i, state: "existing")
+        try waitUntilServing(i)
+    }
+
+    /// Kills member `i` with SIGKILL and waits for it to die.
+    public func kill(_ i: Int) {
+        guard let pid = pids[i] else { return }
+        Glibc.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        pids[i] = nil
+    }
+
+    /// Stops every member (SIGTERM, then SIGKILL after two seconds) and removes the data.
+    public func stop() {
+        for i in pids.indices {
+            guard let pid = pids[i] else { continue }
+            Glibc.kill(pid, SIGTERM)
+            var status: Int32 = 0
+            var waited = 0
+            while waitpid(pid, &status, WNOHANG) == 0 {
+                if waited >= 200 {
+                    Glibc.kill(pid, SIGKILL)
+                    waitpid(pid, &status, 0)
+                    break
+                }
+                usleep(10_000)
+                waited += 1
+            }
+            pids[i] = nil
+        }
+        LocalCluster.unregister(self)
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    // MARK: Members
+
+    private func start(_ i: Int, state: String) throws {
+        let member = members[i]
+        let cluster = members.map { "\($0.name)=http://127.0.0.1:\($0.peerPort)" }.joined(separator: ",")
+        let arguments = [
+            "--name", member.name, "--data-dir", member.dataDirectory,
+            "--listen-client-urls", member.clientURL, "--advertise-client-urls", member.clientURL,
+            "--listen-peer-urls", "http://127.0.0.1:\(member.peerPort)",
+            "--initial-advertise-peer-urls", "http://127.0.0.1:\(member.peerPort)",
+            "--initial-cluster", cluster, "--initial-cluster-state", state,
+            "--initial-cluster-token", URL(fileURLWithPath: root).lastPathComponent,
+            "--log-level", "warn",
+        ] + flags
+        let log = "\(root)/\(member.name).log"
+        let pid = try spawn(executable, arguments, log: log)
+        pids[i] = pid
+        // The watchdog: stops the member within a second of this process's death.
+        _ = try? spawn("/bin/sh", ["-c", "while kill -0 \(getpid()) 2>/dev/null && kill -0 \(pid) 2>/dev/null; do sleep 1; done; kill -9 \(pid) 2>/dev/null"], log: "/dev/null")
+    }
+
+    private func waitUntilServing(_ i: Int) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if answers(port: members[i].clientPort) { return }
+            if let pid = pids[i] {
+                var status: Int32 = 0
+                if waitpid(pid, &status, WNOHANG) == pid {
+                    pids[i] = nil
+                    let log = (try? String(contentsOfFile: "\(root)/\(members[i].name).log", encoding: .utf8)) ?? ""
+                    throw ClusterError("etcd member \(members[i].name) exited at start: \(log.suffix(800))")
+                }
+            }
+            usleep(50_000)
+        }
+        throw ClusterError("etcd member \(members[i].name) did not answer within 30 s")
+    }
+
+    /// Whether the member's `/health` says so (a leader is known).
+    private func answers(port: Int) -> Bool {
+        guard let fd = connectLoopback(port) else { return false }
+        defer { close(fd) }
+        let request = Array("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
+        var response: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            response += chunk[0..<n]
+        }
+        return String(decoding: response, as: UTF8.self).contains("\"health\":\"true\"")
+    }
+
+    // MARK: Stopping members when this process exits
+
+    nonisolated(unsafe) private static var running: [ObjectIdentifier: LocalCluster] = [:]
+    private static let registry = NSLock()
+    nonisolated(unsafe) private static var hooked = false
+
+    private static func register(_ cluster: LocalCluster) {
+        registry.withLock {
+            running[ObjectIdentifier(cluster)] = cluster
+            if !hooked {
+                hooked = true
+                atexit { LocalCluster.stopAll() }
+            }
+        }
+    }
+
+    private static func unregister(_ cluster: LocalCluster) {
+        _ = registry.withLock { running.removeValue(forKey: ObjectIdentifier(cluster)) }
+    }
+
+    private static func stopAll() {
+        let clusters = registry.withLock { Array(running.values) }
+        for cluster in clusters { cluster.stop() }
+    }
+}
+
+/// A cluster that could not be started.
+public struct ClusterError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Starts `executable` with `arguments`, its output appended to `log`, in a process group of its
+/// own (a terminal's Ctrl-C reaches the test runner, which stops the members itself).
+private func spawn(_ executable: String, _ arguments: [String], log: String) throws -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+    posix_spawnattr_setpgroup(&attributes, 0)
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { for arg in argv { free(arg) } }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+    guard rc == 0 else { throw ClusterError("cannot start \(executable): \(String(cString: strerror(rc)))") }
+    return pid
+}
+
+/// `count` distinct TCP ports that were free a moment ago.
+private func freePorts(_ count: Int) throws -> [Int] {
+    var sockets: [Int32] = []
+    defer { for fd in sockets { close(fd) } }
+    var ports: [Int] = []
+    for _ in 0..<count {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ClusterError("socket: \(String(cString: strerror(errno)))") }
+        sockets.append(fd)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw ClusterError("bind: \(String(cString: strerror(errno)))") }
+        ports.append(Int(UInt16(bigEndian: address.sin_port)))
+    }
+    return ports
+}
+
+private func connectLoopback(_ port: Int) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var timeout = timeval(tv_sec: 1, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let ok = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+    if !ok { close(fd); return nil }
+    return fd
+}

@@ -1,0 +1,156 @@
+import Foundation
+@_spi(Testing) import StrataEtcd
+import StrataEngine
+import StrataEtcdCluster
+import Testing
+
+/// One 3-member cluster on loopback for the tests of this file (stopped by its PIDs at exit),
+/// and one single member with etcd's default limits.
+enum Clusters {
+    static let three: LocalCluster = try! LocalCluster(members: 3, flags: ["--max-txn-ops=20000", "--max-request-bytes=67108864"])
+    static let defaults: LocalCluster = try! LocalCluster(members: 1)
+
+    static func options(_ cluster: LocalCluster, leaseTTL: Int = 5) -> EtcdOptions {
+        if cluster === three {
+            return EtcdOptions(endpoints: cluster.endpoints, leaseTTL: leaseTTL, maxTransactionOperations: 20_000, maxRequestBytes: 64 << 20)
+        }
+        return EtcdOptions(endpoints: cluster.endpoints, leaseTTL: leaseTTL)
+    }
+
+    static func prefix(_ name: String) -> String { "tests/\(name)/\(UUID().uuidString)" }
+}
+
+/// Reads the counter at key `c` (0 when absent) and stores it plus one.
+private func increment(_ engine: any KeyValueEngine) throws {
+    try engine.write { tx in
+        let current = try tx.get(Array("c".utf8)).map { UInt64(String(decoding: $0, as: UTF8.self))! } ?? 0
+        try tx.put(Array(String(current + 1).utf8), forKey: Array("c".utf8))
+    }
+}
+
+private func counter(_ engine: any KeyValueEngine) throws -> UInt64 {
+    try engine.read { tx in try tx.get(Array("c".utf8)).map { UInt64(String(decoding: $0, as: UTF8.self))! } ?? 0 }
+}
+
+@Suite("etcd engine", .serialized)
+struct EtcdEngineTests {
+    /// Increments `rounds` times, every commit's answer lost after the cluster applied it, retrying
+    /// the increments the engine reports as not applied (`mustRetry`); returns the counter.
+    private func incrementsWithLostAnswers(rounds: Int, skipTokenCheck: Bool) throws -> UInt64 {
+        let engine = try EtcdEngine(prefix: Clusters.prefix("ambiguous"), etcd: Clusters.options(Clusters.three))
+        defer { try? engine.close() }
+        engine.faults.skipCommitTokenCheck = skipTokenCheck
+        for _ in 0..<rounds {
+            engine.faults.loseCommitAnswers = 1
+            while true {
+                do {
+                    try increment(engine)
+                    break
+                } catch EngineError.mustRetry {
+                    continue
+                }
+            }
+            #expect(engine.faults.loseCommitAnswers == 0, "the fault was used")
+        }
+        return try counter(engine)
+    }
+
+    @Test("a commit whose answer is lost is resolved by its token: applied exactly once")
+    func lostAnswerAppliesOnce() throws {
+        #expect(try incrementsWithLostAnswers(rounds: 20, skipTokenCheck: false) == 20)
+    }
+
+    @Test("broken variant: without the commit-token check, lost answers are reported as not applied and retried twice")
+    func lostAnswerWithoutTokenCheckIsCaught() throws {
+        // The counter ends above 20: the check of the test above can fail.
+        #expect(try incrementsWithLostAnswers(rounds: 20, skipTokenCheck: true) > 20)
+    }
+
+    @Test("at etcd's default limits: 126 writes commit, the 127th is a typed error before anything is sent")
+    func defaultLimits() throws {
+        let engine = try EtcdEngine(prefix: Clusters.prefix("limits"), etcd: Clusters.options(Clusters.defaults))
+        defer { try? engine.close() }
+        #expect(engine.limits.maxOperationsPerTransaction == 126)
+        var refusal: EngineError?
+        try engine.write { tx in
+            for i in 0..<127 {
+                do { try tx.put([1], forKey: Array("k\(i)".utf8)) } catch let error as EngineError { refusal = error }
+            }
+        }
+        #expect(refusal == .transactionTooLarge(what: "writes", limit: 126))
+        #expect(try engine.read { tx in try tx.keys().count } == 126)
+        // One value of the declared maximum commits: the byte limit is not looser than the cluster's.
+        let largest = [UInt8](repeating: 0xAB, count: engine.limits.maxBytesPerTransaction! - 1)
+        try engine.write { tx in try tx.put(largest, forKey: [9]) }
+        #expect(try engine.read { tx in try tx.get([9]) } == largest)
+        #expect(throws: EngineError.valueTooLarge(length: largest.count + 2, limit: engine.limits.maxValueLength!)) {
+            try engine.write { tx in try tx.put(largest + [0, 0], forKey: [9]) }
+        }
+    }
+
+    @Test("an engine that claims more than the cluster allows gets the cluster's refusal as a typed error, nothing written")
+    func clusterRefusalIsTyped() throws {
+        var options = Clusters.options(Clusters.defaults)
+        options.maxTransactionOperations = 1_000
+        let engine = try EtcdEngine(prefix: Clusters.prefix("overclaim"), etcd: options)
+        defer { try? engine.close() }
+        #expect {
+            try engine.write { tx in for i in 0..<200 { try tx.put([1], forKey: Array("k\(i)".utf8)) } }
+        } throws: { error in
+            guard case EngineError.transactionTooLarge = error else { return false }
+            return true
+        }
+        #expect(try engine.read { tx in try tx.keys().count } == 0)
+        try engine.write { tx in try tx.put([2], forKey: [1]) }  // the lock was given back
+    }
+
+    @Test("a snapshot whose revision is compacted while it is read throws snapshotCompacted")
+    func compactedSnapshot() throws {
+        let options = Clusters.options(Clusters.three)
+        let engine = try EtcdEngine(prefix: Clusters.prefix("compaction"), etcd: options)
+        defer { try? engine.close() }
+        try engine.write { tx in try tx.put([1], forKey: [1]) }
+        let keys = try EtcdKeySpace(options)
+        let thrown = #expect(throws: EtcdError.self) {
+            try engine.read { tx in
+                _ = try tx.get([1])
+                try keys.put([0], forKey: Array("tests/compaction-bump".utf8))
+                try keys.compact(toRevision: try keys.revision())
+                _ = try tx.get([1])
+            }
+        }
+        guard case .snapshotCompacted = thrown else { Issue.record("got \(String(describing: thrown))"); return }
+    }
+
+    @Test("the same prefix twice in one process is refused; another prefix sharing its start is another store")
+    func prefixes() throws {
+        let options = Clusters.options(Clusters.three)
+        let prefix = Clusters.prefix("prefixes")
+        let first = try EtcdEngine(prefix: prefix, etcd: options)
+        defer { try? first.close() }
+        #expect(throws: EngineError.alreadyOpen(path: prefix)) { try EtcdEngine(prefix: prefix, etcd: options) }
+        let longer = try EtcdEngine(prefix: prefix + "2", etcd: options)
+        defer { try? longer.close() }
+        try first.write { tx in try tx.put([1], forKey: [1]) }
+        try longer.write { tx in try tx.put([2], forKey: [1]) }
+        #expect(try first.read { tx in try tx.keys() } == [[1]])
+        #expect(try first.read { tx in try tx.get([1]) } == [1])
+        #expect(try longer.read { tx in try tx.get([1]) } == [2])
+    }
+
+    @Test("an unreachable cluster is a typed error after the timeout, not a hang")
+    func unreachable() throws {
+        let options = EtcdOptions(endpoints: ["http://127.0.0.1:1"])
+        let started = ContinuousClock.now
+        #expect {
+            try EtcdEngine(prefix: "x", options: EngineOptions(timeout: .seconds(1)), etcd: options)
+        } throws: { error in
+            guard case EtcdError.unavailable = error else { return false }
+            return true
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(throws: EngineError.invalidArgument("etcd endpoint https://h:1: TLS endpoints are not supported (use a TLS-terminating proxy or a private network)")) {
+            try EtcdEngine(prefix: "x", etcd: EtcdOptions(endpoints: ["https://h:1"]))
+        }
+    }
+}
