@@ -39,13 +39,15 @@ struct EtcdServerError: Error, CustomStringConvertible {
     /// timed out inside the cluster): etcd's gRPC `Unavailable` and `DeadlineExceeded`.
     var isUnavailable: Bool {
         code == 14 || code == 4 || message.contains("leader changed") || message.contains("no leader")
-            || message.contains("request timed out") || message.contains("too many requests")
+            || message.contains("request timed out") || message.contains("too many requests") || message.contains("deadline exceeded")
     }
     var isCompacted: Bool { message.contains("required revision has been compacted") }
     var isFutureRevision: Bool { message.contains("required revision is a future revision") }
     var isNoSpace: Bool { message.contains("database space exceeded") }
     var isLeaseNotFound: Bool { message.contains("requested lease not found") }
-    var isInvalidToken: Bool { message.contains("invalid auth token") || message.contains("user name is empty") }
+    var isInvalidToken: Bool { message.contains("invalid auth token") }
+    /// No credentials where the cluster wants some, or a user without the role for the keys.
+    var isPermissionDenied: Bool { message.contains("user name is empty") || message.contains("permission denied") }
     var isTooLarge: Bool { message.contains("too many operations") || message.contains("request is too large") || message.contains("message larger than max") }
 
     var description: String { "etcd error \(code): \(message)" }

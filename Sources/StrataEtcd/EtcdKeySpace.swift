@@ -5,10 +5,14 @@ import StrataEngine
 /// store wrote, or put foreign keys beside it. Not transactional across calls.
 public final class EtcdKeySpace: @unchecked Sendable {
     private let client: EtcdClient
+    private let options: EtcdOptions
+    private let timeout: Duration
 
     public init(_ options: EtcdOptions, timeout: Duration = .seconds(30)) throws {
         let endpoints = try options.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
         client = EtcdClient(endpoints: endpoints, timeout: timeout, credentials: options.user.map { ($0, options.password ?? "") })
+        self.options = options
+        self.timeout = timeout
     }
 
     deinit { client.close() }
@@ -52,5 +56,35 @@ public final class EtcdKeySpace: @unchecked Sendable {
         let answer = try client.call("/v3/maintenance/status", [:], idempotent: true)
         let member = UInt64(answer.object("header")["member_id"] as? String ?? "") ?? 0
         return (member, UInt64(answer["leader"] as? String ?? "") ?? 0)
+    }
+
+    /// Gives a cluster that ran out of space (writes throw `EngineError.diskFull`) its space back:
+    /// compacts the history up to the current revision, defragments every member, and disarms the
+    /// space alarms. Free space first (delete data: deletes are allowed while the alarm is on),
+    /// or the next writes fill the quota again.
+    public func recoverSpace() throws {
+        try compact(toRevision: try revision())
+        for endpoint in options.endpoints {
+            var one = options
+            one.endpoints = [endpoint]
+            let member = try EtcdKeySpace(one, timeout: timeout)
+            _ = try member.client.call("/v3/maintenance/defragment", [:], idempotent: true)
+        }
+        let alarms = try client.call("/v3/maintenance/alarm", ["action": "GET"], idempotent: true).objects("alarms")
+        for alarm in alarms {
+            _ = try client.call("/v3/maintenance/alarm", [
+                "action": "DEACTIVATE", "memberID": alarm["memberID"] ?? "0", "alarm": alarm["alarm"] ?? "NOSPACE",
+            ], idempotent: true)
+        }
+    }
+
+    /// Sends `body` to the gateway's `path` as it is (cluster administration in tests and tools:
+    /// users, roles, `/v3/auth/enable`). Throws `EngineError.engineFailure` with etcd's answer.
+    @_spi(Testing) public func administer(_ path: String, _ body: [String: String]) throws {
+        do {
+            _ = try client.call(path, body, idempotent: true)
+        } catch let error as EtcdServerError {
+            throw EngineError.engineFailure(engine: "etcd", code: error.code, message: error.message, operation: path)
+        }
     }
 }

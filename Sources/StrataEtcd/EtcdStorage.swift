@@ -86,7 +86,8 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
         let deadline = ContinuousClock.now + client.timeout
         var pause = 0.001
         while true {
-            let leaseID = try lease.id()
+            let leaseID: Int64
+            do { leaseID = try lease.id() } catch let error as EtcdServerError { throw translate(error, what: "granting the engine's lease") }
             let answer: JSON
             do {
                 answer = try txn(
@@ -151,6 +152,7 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     func translate(_ error: EtcdServerError, what: String) -> Error {
         if error.isNoSpace { return EngineError.diskFull(path: "etcd cluster (store \(location))") }
         if error.isTooLarge { return EngineError.transactionTooLarge(what: "operations or bytes for the cluster (\(error.message))", limit: 0) }
+        if error.isPermissionDenied { return EngineError.permissionDenied(path: "etcd store \(location)", detail: error.message) }
         if error.isLeaseNotFound || error.isCompacted { return error }
         return EngineError.engineFailure(engine: "etcd", code: error.code, message: error.message, operation: what)
     }

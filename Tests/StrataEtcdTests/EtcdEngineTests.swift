@@ -154,3 +154,71 @@ struct EtcdEngineTests {
         }
     }
 }
+
+@Suite("etcd out of space")
+struct EtcdSpaceTests {
+    @Test("a cluster past its quota refuses writes with diskFull, keeps what it had, and writes again after recoverSpace")
+    func quota() throws {
+        let cluster = try LocalCluster(members: 1, flags: ["--quota-backend-bytes=2097152"])
+        defer { cluster.stop() }
+        let options = Clusters.options(cluster)
+        let engine = try EtcdEngine(prefix: "quota", etcd: options)
+        defer { try? engine.close() }
+        try engine.write { tx in try tx.put([7], forKey: [0]) }
+        let value = [UInt8](repeating: 1, count: 100_000)
+        var full: Error?
+        var written = 0
+        for i in 0..<100 {
+            do {
+                try engine.write { tx in try tx.put(value, forKey: [1]) }
+                written = i + 1
+            } catch {
+                full = error
+                break
+            }
+        }
+        #expect(full as? EngineError == .diskFull(path: "etcd cluster (store quota)"), "after \(written) writes: \(String(describing: full))")
+        #expect(try engine.read { tx in try tx.get([0]) } == [7], "earlier data is intact and readable")
+        #expect(throws: EngineError.diskFull(path: "etcd cluster (store quota)")) { try engine.write { tx in try tx.put([8], forKey: [0]) } }
+        try EtcdKeySpace(options).recoverSpace()
+        try engine.write { tx in try tx.put([8], forKey: [0]) }
+        #expect(try engine.read { tx in try tx.get([0]) } == [8])
+    }
+}
+
+@Suite("etcd authentication")
+struct EtcdAuthenticationTests {
+    @Test("with authentication on: the right password works, a wrong one and none are typed errors")
+    func authentication() throws {
+        let cluster = try LocalCluster(members: 1)
+        defer { cluster.stop() }
+        let admin = try EtcdKeySpace(Clusters.options(cluster))
+        try admin.administer("/v3/auth/user/add", ["name": "root", "password": "s3cret"])
+        try admin.administer("/v3/auth/role/add", ["name": "root"])
+        try admin.administer("/v3/auth/user/grant", ["user": "root", "role": "root"])
+        try admin.administer("/v3/auth/enable", [:])
+
+        var good = Clusters.options(cluster)
+        good.user = "root"
+        good.password = "s3cret"
+        let engine = try EtcdEngine(prefix: "auth", etcd: good)
+        try engine.write { tx in try tx.put([1], forKey: [1]) }
+        #expect(try engine.read { tx in try tx.get([1]) } == [1])
+        try engine.close()
+
+        var wrong = good
+        wrong.password = "guess"
+        #expect {
+            try EtcdEngine(prefix: "auth", etcd: wrong)
+        } throws: { error in
+            guard case EtcdError.authenticationFailed(user: "root", _) = error else { return false }
+            return true
+        }
+        #expect {
+            try EtcdEngine(prefix: "auth", etcd: Clusters.options(cluster))
+        } throws: { error in
+            guard case EngineError.permissionDenied = error else { return false }
+            return true
+        }
+    }
+}
