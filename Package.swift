@@ -134,7 +134,7 @@ let package = Package(
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine", "StrataConformance"]),
-        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance"]),
+        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "StrataEtcd", "StrataEtcdCluster"]),
         .testTarget(
             name: "StrataMacrosPluginTests",
             dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]

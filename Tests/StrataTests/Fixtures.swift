@@ -1,6 +1,8 @@
 import Foundation
 import StrataRecords
 import StrataBundledEngines
+import StrataEtcd
+import StrataEtcdCluster
 import StrataEngine
 import StrataKeyCodec
 
@@ -128,3 +130,16 @@ let people: [Person] = [
     Person(lastName: "Cornelius", firstName: "Vito", age: 65),
     Person(lastName: "Dallas\u{0}", firstName: "Nul", age: 1),
 ]
+
+/// The engines the record-layer tests run on: every bundled engine, and etcd on a 3-member
+/// cluster on loopback that the first test needing it starts (its members are stopped by PID
+/// when the test process exits, also when a test fails).
+enum TestEngines {
+    static let all: [EngineKind] = BundledEngines.all + [etcd]
+
+    static let cluster = try! LocalCluster(members: 3, flags: ["--max-txn-ops=20000", "--max-request-bytes=67108864"])
+
+    static var etcd: EngineKind {
+        .etcd(EtcdOptions(endpoints: cluster.endpoints, leaseTTL: 5, maxTransactionOperations: 20_000, maxRequestBytes: 64 << 20))
+    }
+}

@@ -95,7 +95,7 @@ struct IndexRedefinitionTests {
     }
 
     @Test("a changed definition: queries read the previous generation, which every write keeps, until the new one is built; then it is cleared. A write that skips it is caught",
-          arguments: BundledEngines.all)
+          arguments: TestEngines.all)
     func previousGeneration(kind: EngineKind) throws {
         for broken in [false, true] {
             let dir = TemporaryDirectory()
@@ -179,7 +179,7 @@ struct IndexRedefinitionTests {
     }
 
     @Test("an old entry that is not where the record's stored bytes put it: the write retires the previous generation, and queries wait for the build",
-          arguments: BundledEngines.all)
+          arguments: TestEngines.all)
     func previousRetiredByAWrite(kind: EngineKind) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

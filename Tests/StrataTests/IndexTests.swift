@@ -74,7 +74,7 @@ struct IndexTests {
     // run on every bundled engine by StrataAdapterTests' RecordConformanceTests.
 
     @Test("an index added to a keyspace with records is write-only until built in batches; then readable and exact",
-          arguments: BundledEngines.all)
+          arguments: TestEngines.all)
     func onlineBuild(kind: EngineKind) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -142,7 +142,7 @@ struct IndexTests {
     }
 
     @Test("random logs of inserts, overwrites, deletes, range deletes and aborted transactions: every index stays exact; a stale-entry defect is caught",
-          arguments: BundledEngines.all)
+          arguments: TestEngines.all)
     func differential(kind: EngineKind) throws {
         for broken in [false, true] {
             try withStore(kind) { store, _ in
@@ -209,7 +209,7 @@ struct IndexTests {
     }
 
     @Test("paging an index query with inserts and deletes between pages, both orders: every record present throughout comes once; cursors and streams on an index",
-          arguments: BundledEngines.all)
+          arguments: TestEngines.all)
     func pagingAnIndex(kind: EngineKind) async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -371,7 +371,7 @@ struct GaugeV2: Record, Equatable {
 
 @Suite("Preparation: index builds and record migrations as one online job")
 struct MigrationJobTests {
-    @Test("prepare rewrites older records through migrate, keeps the index, and reports the unconvertible ones", arguments: BundledEngines.all)
+    @Test("prepare rewrites older records through migrate, keeps the index, and reports the unconvertible ones", arguments: TestEngines.all)
     func migration(kind: EngineKind) async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

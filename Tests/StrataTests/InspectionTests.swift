@@ -25,7 +25,7 @@ private func entryKey(_ name: String, _ values: [any KeyComponent], member id: I
 
 @Suite("Store tools: stats, dump, verify and copy, without the Swift types")
 struct InspectionTests {
-    @Test("verify finds a healthy store clean, every index checked", arguments: BundledEngines.all)
+    @Test("verify finds a healthy store clean, every index checked", arguments: TestEngines.all)
     func healthy(kind: EngineKind) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -107,7 +107,7 @@ struct InspectionTests {
         #expect(report.problems.first?.key == entryKey("byCityAge", ["New York", 45], member: 1))
     }
 
-    @Test("dump decodes every field format from the catalog, and refuses nothing it can read", arguments: BundledEngines.all)
+    @Test("dump decodes every field format from the catalog, and refuses nothing it can read", arguments: TestEngines.all)
     func dump(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let reading = Reading(
@@ -240,7 +240,7 @@ struct InspectionTests {
         #expect(after.elementsEqual(before, by: { $0 == $1 }))
     }
 
-    @Test("a copy taken while a writer commits holds exactly one committed state", arguments: BundledEngines.all)
+    @Test("a copy taken while a writer commits holds exactly one committed state", arguments: TestEngines.all)
     func backupDuringWrites(kind: EngineKind) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

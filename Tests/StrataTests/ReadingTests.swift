@@ -20,7 +20,7 @@ struct ReadingTests {
     /// through JSON), and checks the contract: a record present for the whole paging and not
     /// deleted is returned exactly once; nothing is returned twice; a record inserted behind the
     /// cursor is not returned; pages come in the query's order.
-    @Test("paging against a model with inserts and deletes between pages, both orders, composite keys", arguments: BundledEngines.all)
+    @Test("paging against a model with inserts and deletes between pages, both orders, composite keys", arguments: TestEngines.all)
     func pagingModel(kind: EngineKind) throws {
         var random = SeededGenerator(seed: 0x5EED_0015)
         for round in 0..<6 {
@@ -161,7 +161,7 @@ struct ReadingTests {
         try store.close()
     }
 
-    @Test("record views: the same records as select, read in place, in either order, with limits; a damaged value throws", arguments: BundledEngines.all)
+    @Test("record views: the same records as select, read in place, in either order, with limits; a damaged value throws", arguments: TestEngines.all)
     func views(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let people = (0..<300).map { Person(lastName: "L\($0 % 3)", firstName: String(format: "%03d", $0), age: $0, email: $0 % 2 == 0 ? "e\($0)" : nil) }

@@ -170,7 +170,7 @@ struct StoreTests {
         try v3.close()
     }
 
-    @Test("Empire's failures: a NUL in a String field before another field; a 100 KiB field", arguments: BundledEngines.all)
+    @Test("Empire's failures: a NUL in a String field before another field; a 100 KiB field", arguments: TestEngines.all)
     func empireCases(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let nul = Person(lastName: "A", firstName: "B", age: 7, email: "x\u{0}y@example.com")
@@ -189,7 +189,7 @@ struct StoreTests {
         }
     }
 
-    @Test("a Codable field that cannot be encoded refuses the insert; nothing is stored", arguments: BundledEngines.all)
+    @Test("a Codable field that cannot be encoded refuses the insert; nothing is stored", arguments: TestEngines.all)
     func unencodableField(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let bad = Reading(sensor: 9, time: Date(timeIntervalSinceReferenceDate: 0), value: 1, calibration: .init(offset: .nan, note: "NaN"))
@@ -204,7 +204,7 @@ struct StoreTests {
         }
     }
 
-    @Test("a key over the engine limit is refused naming the type", arguments: BundledEngines.all)
+    @Test("a key over the engine limit is refused naming the type", arguments: TestEngines.all)
     func keyTooLarge(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             let long = Person(lastName: String(repeating: "x", count: 600), firstName: "y", age: 1)
