@@ -5,7 +5,8 @@ import StrataEngine
 /// `transactionTooLarge`, a full cluster as `diskFull`, a lost writer lock as `mustRetry`,
 /// other server errors as `engineFailure` with etcd's gRPC code and message).
 public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// No endpoint answered before the request timeout; nothing was written.
+    /// No endpoint answered before the request timeout. (A commit never ends with this error: an
+    /// unanswered commit is resolved, or ``commitOutcomeUnknown(detail:)``.)
     case unavailable(endpoints: [String], detail: String)
     /// A commit was sent but its outcome could not be learned before the request timeout (the
     /// cluster lost its leader, the connection broke). It may or may not have happened: read the
@@ -19,7 +20,7 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .unavailable(endpoints, detail):
-            return "etcd unavailable: no answer from \(endpoints.joined(separator: ", ")) before the timeout (\(detail)); nothing was written"
+            return "etcd unavailable: no answer from \(endpoints.joined(separator: ", ")) before the timeout (\(detail))"
         case let .commitOutcomeUnknown(detail):
             return "etcd commit outcome unknown: \(detail); read the data before retrying"
         case let .snapshotCompacted(revision):
@@ -109,6 +110,9 @@ final class EtcdClient: @unchecked Sendable {
                     lock.withLock { token = nil }
                     continue
                 }
+                // A non-idempotent request answered by a server error of unknown kind (a proxy's 502,
+                // etcd's "Unknown") may have applied: only a known refusal is a definite failure.
+                if !idempotent && status >= 500 && !error.isUnavailable { throw Ambiguous(detail: "\(connection.endpoint): \(error.message)") }
                 guard error.isUnavailable else { throw error }
                 lastProblem = "\(connection.endpoint): \(error.message)"
                 if !idempotent { throw Ambiguous(detail: lastProblem) }

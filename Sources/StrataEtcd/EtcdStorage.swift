@@ -76,7 +76,15 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     }
 
     /// This instance's lease (the commit key lives on it).
-    func leaseID() throws -> Int64 { try lease.id() }
+    func leaseID() throws -> Int64 {
+        do { return try lease.id() } catch let error as EtcdServerError { throw translate(error, what: "granting the engine's lease") }
+    }
+
+    /// Whether the lease `id` still exists on the cluster.
+    func leaseIsAlive(_ id: Int64, deadline: ContinuousClock.Instant) throws -> Bool {
+        let answer = try call("/v3/lease/timetolive", ["ID": String(id)], idempotent: true, deadline: deadline, what: "checking the lease")
+        return answer.int64("TTL") > 0
+    }
 
     // MARK: The writer lock
 
@@ -86,8 +94,9 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
         let deadline = ContinuousClock.now + client.timeout
         var pause = 0.001
         while true {
-            let leaseID: Int64
-            do { leaseID = try lease.id() } catch let error as EtcdServerError { throw translate(error, what: "granting the engine's lease") }
+            // Every path round the loop is bounded by the timeout (also during elections).
+            guard ContinuousClock.now < deadline else { throw EngineError.locked(path: location) }
+            let leaseID = try self.leaseID()
             let answer: JSON
             do {
                 answer = try txn(
@@ -99,6 +108,7 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
                 continue
             } catch is Ambiguous {
                 // Whether the lock was taken is learned by the next attempt (the holder's token is ours).
+                Thread.sleep(forTimeInterval: pause)
                 continue
             }
             if answer["succeeded"] as? Bool == true { return answer.revision }
@@ -107,10 +117,16 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
             if holder.hasPrefix(instance + "/") {
                 // A lock this instance failed to release (its rollback could not reach the
                 // cluster): no transaction of ours holds it, so take it over.
-                let taken = try txn(
+                let taken: JSON
+                do {
+                    taken = try txn(
                     compare: [["key": layout.lock.base64, "target": "VALUE", "result": "EQUAL", "value": Array(holder.utf8).base64]],
                     success: [["request_put": ["key": layout.lock.base64, "value": Array(token.utf8).base64, "lease": String(leaseID)]]],
                     idempotent: true, what: "taking over this instance's stale writer lock")
+                } catch let error as EtcdServerError where error.isLeaseNotFound {
+                    lease.expired(leaseID)
+                    continue
+                }
                 if taken["succeeded"] as? Bool == true { return taken.revision }
                 continue
             }
@@ -239,6 +255,7 @@ final class LeaseKeeper: @unchecked Sendable {
 public final class EtcdFaults: @unchecked Sendable {
     private let lock = NSLock()
     private var lost = 0
+    private var lostRequests = 0
     private var skipCheck = false
 
     public init() {}
@@ -255,6 +272,21 @@ public final class EtcdFaults: @unchecked Sendable {
     public var skipCommitTokenCheck: Bool {
         get { lock.withLock { skipCheck } }
         set { lock.withLock { skipCheck = newValue } }
+    }
+
+    /// The next `n` commits are treated as timed out without being sent: their outcome is
+    /// unknown to the engine, which must find the lock still its own and send them again.
+    public var loseCommitRequests: Int {
+        get { lock.withLock { lostRequests } }
+        set { lock.withLock { lostRequests = newValue } }
+    }
+
+    func takeLostRequest() -> Bool {
+        lock.withLock {
+            guard lostRequests > 0 else { return false }
+            lostRequests -= 1
+            return true
+        }
     }
 
     func takeLostAnswer() -> Bool {

@@ -103,28 +103,33 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         }
         let tokenBytes = Array(token.utf8).base64
         let commitKey = storage.layout.commit(instance: storage.instance)
-        if !ops.isEmpty {
-            ops.append(["request_put": ["key": commitKey.base64, "value": tokenBytes, "lease": String(try storageLease())]])
+        guard !ops.isEmpty else {
+            // Nothing to write: only the lock to give back (end() does, best effort).
+            return
         }
+        let lease = try storage.leaseID()
+        ops.append(["request_put": ["key": commitKey.base64, "value": tokenBytes, "lease": String(lease)]])
         ops.append(["request_delete_range": ["key": storage.layout.lock.base64]])
         let request: JSON = [
             "compare": [["key": storage.layout.lock.base64, "target": "VALUE", "result": "EQUAL", "value": tokenBytes]],
             "success": ops,
         ]
-        let deadline = ContinuousClock.now + storage.client.timeout
         do {
-            try send(request, deadline: deadline)
+            try send(request, deadline: ContinuousClock.now + storage.client.timeout)
         } catch let ambiguous as Ambiguous {
-            try resolve(request, commitKey: commitKey, firstProblem: ambiguous.detail, deadline: deadline)
+            // Resolving gets a timeout of its own: the send may have used all of its own.
+            try resolve(request, commitKey: commitKey, lease: lease, firstProblem: ambiguous.detail,
+                        deadline: ContinuousClock.now + storage.client.timeout)
         }
         committed = true
     }
 
-    private func storageLease() throws -> Int64 { try storage.leaseID() }
-
     /// Sends the commit once: returns when it applied, throws ``Ambiguous`` when its outcome is
     /// unknown, and `mustRetry` when the lock was no longer ours (nothing applied).
     private func send(_ request: JSON, deadline: ContinuousClock.Instant) throws {
+        if storage.faults.takeLostRequest() {
+            throw Ambiguous(detail: "the commit request was lost before it reached the cluster (injected fault)")
+        }
         if storage.faults.takeLostAnswer() {
             _ = try? storage.call("/v3/kv/txn", request, idempotent: false, deadline: deadline, what: "committing")
             throw Ambiguous(detail: "the answer to the commit was lost (injected fault)")
@@ -145,18 +150,21 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
     /// Learns whether a commit whose answer was lost applied. The commit key holds the token of
     /// the last commit of this instance; the lock still holds ours while it has not applied (then
     /// the same request is sent again: only one copy can apply, since the first to apply frees
-    /// the lock the other requires). When neither holds our token, it never applied and never
-    /// will (tokens are never reused).
-    private func resolve(_ request: JSON, commitKey: [UInt8], firstProblem: String, deadline: ContinuousClock.Instant) throws {
+    /// the lock the other requires). When neither holds our token while the lease the commit key
+    /// lives on is still alive, it never applied and never will (tokens are never reused). Any
+    /// other answer, or none before the deadline, is ``EtcdError/commitOutcomeUnknown(detail:)``:
+    /// once the outcome is unknown, only proof turns it into success or `mustRetry`.
+    private func resolve(_ request: JSON, commitKey: [UInt8], lease: Int64, firstProblem: String, deadline: ContinuousClock.Instant) throws {
         var problem = firstProblem
         while ContinuousClock.now < deadline {
             let state: JSON
             do {
                 state = try storage.txn(success: [range(commitKey), range(storage.layout.lock)], idempotent: true, deadline: deadline,
                                         what: "learning a commit's outcome")
-            } catch let error as EtcdError {
-                problem = error.description
-                break
+            } catch {
+                problem = "\(error)"
+                Thread.sleep(forTimeInterval: 0.05)
+                continue
             }
             let responses = state.objects("responses")
             func value(_ i: Int) -> String? {
@@ -164,14 +172,26 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
                 return responses[i].object("response_range").objects("kvs").first.map { String(decoding: $0.bytes("value"), as: UTF8.self) }
             }
             if !storage.faults.skipCommitTokenCheck && value(0) == token { return }
-            guard value(1) == token else { throw lockLost() }
+            if value(1) != token {
+                // The commit key is absent: proof that the commit never applied only while the
+                // lease it would live on is alive (it vanishes with the lease).
+                let alive: Bool
+                do {
+                    alive = try storage.leaseIsAlive(lease, deadline: deadline)
+                } catch {
+                    problem = "\(error)"
+                    continue
+                }
+                guard alive else {
+                    throw EtcdError.commitOutcomeUnknown(detail: "the lease holding the commit token expired before the outcome was read")
+                }
+                throw lockLost()
+            }
             do {
                 try send(request, deadline: deadline)
                 return
-            } catch let ambiguous as Ambiguous {
-                problem = ambiguous.detail
-            } catch EngineError.mustRetry {
-                continue  // someone's copy applied, or the lease expired: the next look tells
+            } catch {
+                problem = "\(error)"  // whatever the resend met, the next look tells
             }
         }
         throw EtcdError.commitOutcomeUnknown(detail: problem)

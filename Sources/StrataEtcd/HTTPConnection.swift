@@ -38,7 +38,7 @@ final class HTTPConnection {
     /// Throws ``TransportError``: `.notSent` when no byte of the request can have reached the
     /// server (it is safe to send it elsewhere), `.afterSending` when it may have.
     func post(_ path: String, body: [UInt8], headers: [(String, String)], deadline: ContinuousClock.Instant) throws(TransportError) -> (status: Int, body: [UInt8]) {
-        if socket >= 0 && peerClosed() { disconnect() }
+        if socket >= 0 && (peerClosed() || !buffered.isEmpty) { disconnect() }
         if socket < 0 { try connect(deadline: deadline) }
         var head = "POST \(path) HTTP/1.1\r\nHost: \(endpoint.host):\(endpoint.port)\r\nContent-Type: application/json\r\n"
         // The gateway passes it on as the gRPC deadline: without it, a read waits forever for a
@@ -166,7 +166,7 @@ final class HTTPConnection {
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces).lowercased()
-            if name == "content-length" { length = Int(value) }
+            if name == "content-length" { length = Int(value).flatMap { $0 >= 0 ? $0 : nil } }
             if name == "transfer-encoding" { chunked = value.contains("chunked") }
             if name == "connection" { closeAfter = value == "close" }
         }
@@ -179,7 +179,7 @@ final class HTTPConnection {
                     if lineEnd == nil { try fill(deadline: deadline) }
                 }
                 let sizeText = String(decoding: buffered[0..<lineEnd!], as: UTF8.self).split(separator: ";").first ?? ""
-                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else {
+                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else {
                     throw .afterSending("\(endpoint) sent a malformed chunk size")
                 }
                 buffered.removeFirst(lineEnd! + 2)

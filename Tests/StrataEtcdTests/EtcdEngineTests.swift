@@ -60,6 +60,18 @@ struct EtcdEngineTests {
         #expect(try incrementsWithLostAnswers(rounds: 20, skipTokenCheck: false) == 20)
     }
 
+    @Test("a commit whose request is lost before it reaches the cluster is found not applied (the lock still ours) and sent again: once")
+    func lostRequestIsSentAgain() throws {
+        let engine = try EtcdEngine(prefix: Clusters.prefix("lost-request"), etcd: Clusters.options(Clusters.three))
+        defer { try? engine.close() }
+        for _ in 0..<10 {
+            engine.faults.loseCommitRequests = 1
+            try increment(engine)
+            #expect(engine.faults.loseCommitRequests == 0, "the fault was used")
+        }
+        #expect(try counter(engine) == 10)
+    }
+
     @Test("broken variant: without the commit-token check, lost answers are reported as not applied and retried twice")
     func lostAnswerWithoutTokenCheckIsCaught() throws {
         // The counter ends above 20: the check of the test above can fail.
