@@ -75,6 +75,13 @@ final class EtcdClient: @unchecked Sendable {
         self.credentials = credentials
     }
 
+    /// A client of the cluster `options` names (endpoints parsed, credentials when a user is given).
+    convenience init(_ options: EtcdOptions, timeout: Duration) throws(EngineError) {
+        guard !options.endpoints.isEmpty else { throw .invalidArgument("no etcd endpoints given") }
+        let endpoints = try options.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
+        self.init(endpoints: endpoints, timeout: timeout, credentials: options.user.map { (user: $0, password: options.password ?? "") })
+    }
+
     func close() {
         lock.withLock {
             for connection in idle { connection.disconnect() }

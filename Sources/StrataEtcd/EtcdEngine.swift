@@ -94,16 +94,14 @@ public final class EtcdEngine: CoreBackedEngine, @unchecked Sendable {
         guard !prefix.isEmpty, prefix.utf8.count <= Self.maxPrefixLength else {
             throw EngineError.invalidArgument("an etcd store's prefix is 1...\(Self.maxPrefixLength) bytes, not \(prefix.utf8.count)")
         }
-        guard !etcd.endpoints.isEmpty else { throw EngineError.invalidArgument("no etcd endpoints given") }
-        let endpoints = try etcd.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
+        // Opens no connection yet: nothing to release if the claim below fails.
+        let client = try EtcdClient(etcd, timeout: options.timeout)
         self.prefix = prefix
         self.etcdOptions = etcd
-        let credentials = etcd.user.map { (user: $0, password: etcd.password ?? "") }
         let faults = self.faults
         var opened: EtcdStorage?
-        let identity = "etcd://" + endpoints.map(\.description).sorted().joined(separator: ",") + "/" + prefix
+        let identity = "etcd://" + client.endpoints.map(\.description).sorted().joined(separator: ",") + "/" + prefix
         core = try CoreEngine(declaration: Self.declaration(etcd), path: prefix, options: options, claiming: identity) { context in
-            let client = EtcdClient(endpoints: endpoints, timeout: context.options.timeout, credentials: credentials)
             do {
                 let storage = try EtcdStorage(client: client, prefix: prefix, mode: context.options.mode, leaseTTL: etcd.leaseTTL, faults: faults)
                 opened = storage

@@ -9,8 +9,7 @@ public final class EtcdKeySpace: @unchecked Sendable {
     private let timeout: Duration
 
     public init(_ options: EtcdOptions, timeout: Duration = .seconds(30)) throws {
-        let endpoints = try options.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
-        client = EtcdClient(endpoints: endpoints, timeout: timeout, credentials: options.user.map { ($0, options.password ?? "") })
+        client = try EtcdClient(options, timeout: timeout)
         self.options = options
         self.timeout = timeout
     }

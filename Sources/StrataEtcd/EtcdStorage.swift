@@ -30,31 +30,25 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     /// or something else (refused, untouched).
     private func open(mode: OpenMode) throws {
         let answer = try txn(success: [
-            range(layout.marker),
-            range(layout.namespace, end: layout.namespaceEnd, limit: 1, keysOnly: true),
+            Txn.range(layout.marker),
+            Txn.range(layout.namespace, end: layout.namespaceEnd, limit: 1, keysOnly: true),
         ], idempotent: true, what: "opening")
-        let responses = answer.objects("responses")
-        let marker = responses.first?.object("response_range").objects("kvs").first
-        if let marker {
-            let value = marker.bytes("value")
+        if let value = answer.rangeValue(0) {
             guard value == EtcdLayout.format else {
                 throw EngineError.notAStore(path: location, reason: "its marker says \"\(String(decoding: value, as: UTF8.self))\", not \"\(String(decoding: EtcdLayout.format, as: UTF8.self))\"")
             }
             return
         }
-        let empty = responses.count < 2 || responses[1].object("response_range").objects("kvs").isEmpty
-        guard empty else {
+        guard answer.rangeIsEmpty(1) else {
             throw EngineError.notAStore(path: location, reason: "the prefix holds keys that no Strata store wrote (no store marker)")
         }
         guard mode == .create else { throw EngineError.notFound(path: location) }
         // Created at most once, even by several processes at the same time.
         let created = try txn(
-            compare: [["key": layout.marker.base64, "target": "CREATE", "result": "EQUAL", "create_revision": "0"]],
-            success: [["request_put": ["key": layout.marker.base64, "value": EtcdLayout.format.base64]]],
-            failure: [range(layout.marker)], idempotent: true, what: "creating the store")
-        if created["succeeded"] as? Bool != true {
-            let value = created.objects("responses").first?.object("response_range").objects("kvs").first?.bytes("value")
-            guard value == EtcdLayout.format else { throw EngineError.notAStore(path: location, reason: "another format's marker appeared while creating") }
+            compare: [Txn.absent(layout.marker)], success: [Txn.put(layout.marker, EtcdLayout.format)],
+            failure: [Txn.range(layout.marker)], idempotent: true, what: "creating the store")
+        if !created.succeeded {
+            guard created.rangeValue(0) == EtcdLayout.format else { throw EngineError.notAStore(path: location, reason: "another format's marker appeared while creating") }
         }
     }
 
@@ -100,9 +94,8 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
             let answer: JSON
             do {
                 answer = try txn(
-                    compare: [["key": layout.lock.base64, "target": "CREATE", "result": "EQUAL", "create_revision": "0"]],
-                    success: [["request_put": ["key": layout.lock.base64, "value": Array(token.utf8).base64, "lease": String(leaseID)]]],
-                    failure: [range(layout.lock)], idempotent: false, what: "taking the writer lock")
+                    compare: [Txn.absent(layout.lock)], success: [Txn.put(layout.lock, Array(token.utf8), lease: leaseID)],
+                    failure: [Txn.range(layout.lock)], idempotent: false, what: "taking the writer lock")
             } catch let error as EtcdServerError where error.isLeaseNotFound {
                 lease.expired(leaseID)
                 continue
@@ -111,8 +104,8 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
                 Thread.sleep(forTimeInterval: pause)
                 continue
             }
-            if answer["succeeded"] as? Bool == true { return answer.revision }
-            let holder = String(decoding: answer.objects("responses").first?.object("response_range").objects("kvs").first?.bytes("value") ?? [], as: UTF8.self)
+            if answer.succeeded { return answer.revision }
+            let holder = String(decoding: answer.rangeValue(0) ?? [], as: UTF8.self)
             if holder == token { return answer.revision }
             if holder.hasPrefix(instance + "/") {
                 // A lock this instance failed to release (its rollback could not reach the
@@ -120,14 +113,13 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
                 let taken: JSON
                 do {
                     taken = try txn(
-                    compare: [["key": layout.lock.base64, "target": "VALUE", "result": "EQUAL", "value": Array(holder.utf8).base64]],
-                    success: [["request_put": ["key": layout.lock.base64, "value": Array(token.utf8).base64, "lease": String(leaseID)]]],
-                    idempotent: true, what: "taking over this instance's stale writer lock")
+                        compare: [Txn.holds(layout.lock, Array(holder.utf8))], success: [Txn.put(layout.lock, Array(token.utf8), lease: leaseID)],
+                        idempotent: true, what: "taking over this instance's stale writer lock")
                 } catch let error as EtcdServerError where error.isLeaseNotFound {
                     lease.expired(leaseID)
                     continue
                 }
-                if taken["succeeded"] as? Bool == true { return taken.revision }
+                if taken.succeeded { return taken.revision }
                 continue
             }
             if ContinuousClock.now + .milliseconds(Int(pause * 1000)) > deadline {
@@ -139,11 +131,11 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     }
 
     /// Gives the lock back without committing (a rollback). Best effort: a lock left behind is
-    /// taken over by this instance's next writer, or freed with the lease.
+    /// taken over by this instance's next writer; until then (or until the engine is closed and
+    /// its lease revoked) other instances wait for it.
     func releaseLock(token: String) {
-        _ = try? txn(
-            compare: [["key": layout.lock.base64, "target": "VALUE", "result": "EQUAL", "value": Array(token.utf8).base64]],
-            success: [["request_delete_range": ["key": layout.lock.base64]]], idempotent: true, what: "releasing the writer lock")
+        _ = try? txn(compare: [Txn.holds(layout.lock, Array(token.utf8))], success: [Txn.delete(layout.lock)],
+                     idempotent: true, what: "releasing the writer lock")
     }
 
     // MARK: Requests
@@ -174,13 +166,51 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     }
 }
 
-/// A range request inside a txn.
-func range(_ key: [UInt8], end: [UInt8]? = nil, limit: Int = 0, keysOnly: Bool = false) -> JSON {
-    var request: JSON = ["key": key.base64]
-    if let end { request["range_end"] = end.base64 }
-    if limit > 0 { request["limit"] = String(limit) }
-    if keysOnly { request["keys_only"] = true }
-    return ["request_range": request]
+// MARK: Txn requests and answers
+
+/// The parts of an etcd txn request, as the gateway takes them.
+enum Txn {
+    /// A compare that holds while `key` does not exist.
+    static func absent(_ key: [UInt8]) -> JSON { ["key": key.base64, "target": "CREATE", "result": "EQUAL", "create_revision": "0"] }
+
+    /// A compare that holds while `key` holds `value`.
+    static func holds(_ key: [UInt8], _ value: [UInt8]) -> JSON { ["key": key.base64, "target": "VALUE", "result": "EQUAL", "value": value.base64] }
+
+    /// A put, on `lease` when given.
+    static func put(_ key: [UInt8], _ value: [UInt8], lease: Int64? = nil) -> JSON {
+        var request: JSON = ["key": key.base64, "value": value.base64]
+        if let lease { request["lease"] = String(lease) }
+        return ["request_put": request]
+    }
+
+    /// A delete of one key.
+    static func delete(_ key: [UInt8]) -> JSON { ["request_delete_range": ["key": key.base64]] }
+
+    /// A range request.
+    static func range(_ key: [UInt8], end: [UInt8]? = nil, limit: Int = 0, keysOnly: Bool = false) -> JSON {
+        var request: JSON = ["key": key.base64]
+        if let end { request["range_end"] = end.base64 }
+        if limit > 0 { request["limit"] = String(limit) }
+        if keysOnly { request["keys_only"] = true }
+        return ["request_range": request]
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// Whether a txn's compares held (the gateway leaves `succeeded` out when they did not).
+    var succeeded: Bool { self["succeeded"] as? Bool == true }
+
+    /// The pairs the txn's `i`th operation (a range) found.
+    func rangePairs(_ i: Int) -> [JSON] {
+        let responses = objects("responses")
+        return responses.indices.contains(i) ? responses[i].object("response_range").objects("kvs") : []
+    }
+
+    /// The value of the first pair the txn's `i`th operation (a range) found, or `nil`.
+    func rangeValue(_ i: Int) -> [UInt8]? { rangePairs(i).first?.bytes("value") }
+
+    /// Whether the txn's `i`th operation (a range) found nothing.
+    func rangeIsEmpty(_ i: Int) -> Bool { rangePairs(i).isEmpty }
 }
 
 /// This instance's lease, granted when first needed and kept alive by a thread until it is
@@ -281,18 +311,15 @@ public final class EtcdFaults: @unchecked Sendable {
         set { lock.withLock { lostRequests = newValue } }
     }
 
-    func takeLostRequest() -> Bool {
-        lock.withLock {
-            guard lostRequests > 0 else { return false }
-            lostRequests -= 1
-            return true
-        }
-    }
+    func takeLostRequest() -> Bool { take(&lostRequests) }
 
-    func takeLostAnswer() -> Bool {
+    func takeLostAnswer() -> Bool { take(&lost) }
+
+    /// Uses one of a fault's remaining occurrences, if any.
+    private func take(_ remaining: inout Int) -> Bool {
         lock.withLock {
-            guard lost > 0 else { return false }
-            lost -= 1
+            guard remaining > 0 else { return false }
+            remaining -= 1
             return true
         }
     }

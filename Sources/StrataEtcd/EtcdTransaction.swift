@@ -94,31 +94,24 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         var ops: [JSON] = []
         ops.reserveCapacity(last.count + 2)
         for (key, value) in last {
-            let etcdKey = key.withUnsafeBytes { storage.layout.data($0) }.base64
-            if let value {
-                ops.append(["request_put": ["key": etcdKey, "value": value.base64]])
-            } else {
-                ops.append(["request_delete_range": ["key": etcdKey]])
-            }
+            let etcdKey = key.withUnsafeBytes { storage.layout.data($0) }
+            ops.append(value.map { Txn.put(etcdKey, $0) } ?? Txn.delete(etcdKey))
         }
-        let tokenBytes = Array(token.utf8).base64
+        let tokenBytes = Array(token.utf8)
         let commitKey = storage.layout.commit(instance: storage.instance)
         guard !ops.isEmpty else {
             // Nothing to write: only the lock to give back (end() does, best effort).
             return
         }
         let lease = try storage.leaseID()
-        ops.append(["request_put": ["key": commitKey.base64, "value": tokenBytes, "lease": String(lease)]])
-        ops.append(["request_delete_range": ["key": storage.layout.lock.base64]])
-        let request: JSON = [
-            "compare": [["key": storage.layout.lock.base64, "target": "VALUE", "result": "EQUAL", "value": tokenBytes]],
-            "success": ops,
-        ]
+        ops.append(Txn.put(commitKey, tokenBytes, lease: lease))
+        ops.append(Txn.delete(storage.layout.lock))
+        let request: JSON = ["compare": [Txn.holds(storage.layout.lock, tokenBytes)], "success": ops]
         do {
             try send(request, deadline: ContinuousClock.now + storage.client.timeout)
         } catch let ambiguous as Ambiguous {
             // Resolving gets a timeout of its own: the send may have used all of its own.
-            try resolve(request, commitKey: commitKey, lease: lease, firstProblem: ambiguous.detail,
+            try resolve(request, token: tokenBytes, commitKey: commitKey, lease: lease, firstProblem: ambiguous.detail,
                         deadline: ContinuousClock.now + storage.client.timeout)
         }
         committed = true
@@ -140,7 +133,7 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         } catch let error as EtcdServerError where error.isLeaseNotFound {
             throw lockLost()  // the lock lived on that lease
         }
-        guard answer["succeeded"] as? Bool == true else { throw lockLost() }
+        guard answer.succeeded else { throw lockLost() }
     }
 
     private func lockLost() -> EngineError {
@@ -154,25 +147,20 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
     /// lives on is still alive, it never applied and never will (tokens are never reused). Any
     /// other answer, or none before the deadline, is ``EtcdError/commitOutcomeUnknown(detail:)``:
     /// once the outcome is unknown, only proof turns it into success or `mustRetry`.
-    private func resolve(_ request: JSON, commitKey: [UInt8], lease: Int64, firstProblem: String, deadline: ContinuousClock.Instant) throws {
+    private func resolve(_ request: JSON, token tokenBytes: [UInt8], commitKey: [UInt8], lease: Int64, firstProblem: String, deadline: ContinuousClock.Instant) throws {
         var problem = firstProblem
         while ContinuousClock.now < deadline {
             let state: JSON
             do {
-                state = try storage.txn(success: [range(commitKey), range(storage.layout.lock)], idempotent: true, deadline: deadline,
+                state = try storage.txn(success: [Txn.range(commitKey), Txn.range(storage.layout.lock)], idempotent: true, deadline: deadline,
                                         what: "learning a commit's outcome")
             } catch {
                 problem = "\(error)"
                 Thread.sleep(forTimeInterval: 0.05)
                 continue
             }
-            let responses = state.objects("responses")
-            func value(_ i: Int) -> String? {
-                guard responses.indices.contains(i) else { return nil }
-                return responses[i].object("response_range").objects("kvs").first.map { String(decoding: $0.bytes("value"), as: UTF8.self) }
-            }
-            if !storage.faults.skipCommitTokenCheck && value(0) == token { return }
-            if value(1) != token {
+            if !storage.faults.skipCommitTokenCheck && state.rangeValue(0) == tokenBytes { return }
+            if state.rangeValue(1) != tokenBytes {
                 // The commit key is absent: proof that the commit never applied only while the
                 // lease it would live on is alive (it vanishes with the lease).
                 let alive: Bool

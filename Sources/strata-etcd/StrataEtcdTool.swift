@@ -34,6 +34,9 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "Seconds a dead writer's lock outlives it.")
     var leaseTTL = 5
 
+    /// The given endpoints (empty when none were given).
+    var endpointList: [String] { (endpoints ?? "").split(separator: ",").map(String.init) }
+
     func options(endpoints: [String]) -> EtcdOptions {
         EtcdOptions(endpoints: endpoints, leaseTTL: leaseTTL, maxTransactionOperations: maxTxnOps, maxRequestBytes: maxRequestBytes)
     }
@@ -65,8 +68,8 @@ struct EtcdConformance: ParsableCommand {
     func run() throws {
         var local: LocalCluster?
         let endpoints: [String]
-        if let given = cluster.endpoints {
-            endpoints = given.split(separator: ",").map(String.init)
+        if cluster.endpoints != nil {
+            endpoints = cluster.endpointList
         } else {
             local = try LocalCluster(members: cluster.members, flags: ConformanceLimits.flags)
             endpoints = local!.endpoints
@@ -103,8 +106,7 @@ struct EtcdConformancePeer: ParsableCommand {
     @Argument var directory: String
 
     func run() throws {
-        let endpoints = (cluster.endpoints ?? "").split(separator: ",").map(String.init)
-        try ConformancePeer.serve(EngineUnderTest(.etcd(cluster.options(endpoints: endpoints))))
+        try ConformancePeer.serve(EngineUnderTest(.etcd(cluster.options(endpoints: cluster.endpointList))))
     }
 
     /// The arguments that start this command on the cluster `options` reaches.
@@ -161,9 +163,8 @@ struct EtcdLoad: ParsableCommand {
     @Option(help: "Seconds every request may take.") var timeout = 30
 
     func run() throws {
-        let endpoints = (cluster.endpoints ?? "").split(separator: ",").map(String.init)
         let engine = try EtcdEngine(prefix: prefix, options: EngineOptions(mode: .openExisting, timeout: .seconds(timeout)),
-                                    etcd: cluster.options(endpoints: endpoints))
+                                    etcd: cluster.options(endpoints: cluster.endpointList))
         let output = NSLock()
         @Sendable func say(_ line: String) { output.withLock { print(line); fflush(nil) } }
         DispatchQueue.concurrentPerform(iterations: tasks) { task in
