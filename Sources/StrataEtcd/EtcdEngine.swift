@@ -17,10 +17,14 @@ public struct EtcdOptions: Sendable, Hashable {
     /// The cluster's `--max-request-bytes` (default 1.5 MiB); the bytes a transaction may write
     /// are derived from it (keys and values travel in base64).
     public var maxRequestBytes: Int
+    /// How much of the cluster's history the engine keeps (etcd keeps every revision until it is
+    /// compacted, and refuses all writes once its space quota is full). Default: the last 100,000
+    /// revisions.
+    public var compaction: EtcdCompaction
 
     public init(
         endpoints: [String], user: String? = nil, password: String? = nil, leaseTTL: Int = 10,
-        maxTransactionOperations: Int = 128, maxRequestBytes: Int = 1_572_864
+        maxTransactionOperations: Int = 128, maxRequestBytes: Int = 1_572_864, compaction: EtcdCompaction = .keepRevisions(100_000)
     ) {
         self.endpoints = endpoints
         self.user = user
@@ -28,6 +32,7 @@ public struct EtcdOptions: Sendable, Hashable {
         self.leaseTTL = leaseTTL
         self.maxTransactionOperations = maxTransactionOperations
         self.maxRequestBytes = maxRequestBytes
+        self.compaction = compaction
     }
 
     /// The declared limits: what one etcd transaction of the configured cluster can carry.
@@ -39,6 +44,23 @@ public struct EtcdOptions: Sendable, Hashable {
         let bytes = max((maxRequestBytes - 2048 - operations * perWrite) * 3 / 4, 1)
         return EngineLimits(maxValueLength: bytes, maxOperationsPerTransaction: operations, maxBytesPerTransaction: bytes)
     }
+}
+
+/// Who compacts the history of an etcd cluster a Strata engine writes to.
+///
+/// etcd keeps every revision of every key until the cluster's history is compacted; its backend
+/// grows with each write, and past its space quota (`--quota-backend-bytes`, 2 GiB by default)
+/// the cluster refuses every write (``StrataEngine/EngineError/diskFull(path:)``) until it is
+/// compacted, defragmented and its alarm disarmed (``EtcdKeySpace/recoverSpace()``). Compaction
+/// is cluster-wide: it also ends the history of other stores and programs on the cluster.
+public enum EtcdCompaction: Sendable, Hashable {
+    /// The engine never compacts: the cluster's own `--auto-compaction-mode` and
+    /// `--auto-compaction-retention`, or an operator (`etcdctl compact`), must.
+    case none
+    /// After a commit, when the history has grown by a quarter of `revisions` since the engine
+    /// last compacted, the engine compacts it to the last `revisions` revisions. A read
+    /// transaction whose snapshot is older then throws ``EtcdError/snapshotCompacted(revision:)``.
+    case keepRevisions(Int64)
 }
 
 /// A Strata engine on an etcd 3.4+ cluster: the same records, queries and tests as the
@@ -68,6 +90,9 @@ public struct EtcdOptions: Sendable, Hashable {
 ///   `transactionTooLarge` at the write that crosses it, before anything is sent. A record's
 ///   index entries are writes of its transaction too: load and delete many records in batches.
 ///   A range clear deletes key by key (each deleted key is a write).
+/// - **History** is compacted by the engine as ``EtcdOptions/compaction`` says (by default to
+///   the last 100,000 revisions); compaction frees space for reuse, and defragmentation
+///   (``EtcdKeySpace/recoverSpace()``) gives it back to the file system.
 /// - **Durability** is etcd's (every commit is in a majority of members' logs);
 ///   ``StrataEngine/Durability`` does not change it. ``StrataEngine/EngineOptions/timeout``
 ///   bounds every request and the wait for the writer lock (then `locked`).
@@ -103,7 +128,8 @@ public final class EtcdEngine: CoreBackedEngine, @unchecked Sendable {
         let identity = "etcd://" + client.endpoints.map(\.description).sorted().joined(separator: ",") + "/" + prefix
         core = try CoreEngine(declaration: Self.declaration(etcd), path: prefix, options: options, claiming: identity) { context in
             do {
-                let storage = try EtcdStorage(client: client, prefix: prefix, mode: context.options.mode, leaseTTL: etcd.leaseTTL, faults: faults)
+                let storage = try EtcdStorage(client: client, prefix: prefix, mode: context.options.mode, leaseTTL: etcd.leaseTTL,
+                                              compaction: etcd.compaction, faults: faults)
                 opened = storage
                 return storage
             } catch {

@@ -27,6 +27,17 @@ public final class EtcdKeySpace: @unchecked Sendable {
         try client.call("/v3/kv/range", ["key": key.base64], idempotent: true).objects("kvs").first?.bytes("value")
     }
 
+    /// The value `key` had at `revision`; throws ``EtcdError/snapshotCompacted(revision:)`` when
+    /// the cluster's history no longer reaches back to it.
+    public func get(_ key: [UInt8], atRevision revision: Int64) throws -> [UInt8]? {
+        do {
+            return try client.call("/v3/kv/range", ["key": key.base64, "revision": String(revision)], idempotent: true)
+                .objects("kvs").first?.bytes("value")
+        } catch let error as EtcdServerError where error.isCompacted {
+            throw EtcdError.snapshotCompacted(revision: revision)
+        }
+    }
+
     /// Every key that begins with `prefix`, in order.
     public func keys(withPrefix prefix: [UInt8]) throws -> [[UInt8]] {
         try client.call("/v3/kv/range", ["key": prefix.base64, "range_end": successorOfPrefix(prefix).base64, "keys_only": true], idempotent: true)

@@ -11,12 +11,17 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     let location: String
     let leaseTTL: Int
     let faults: EtcdFaults
+    let compaction: EtcdCompaction
+    /// The revision the engine last compacted the history at (0: not yet).
+    private var compactedAt: Int64 = 0
+    private let compactionLock = NSLock()
     /// Identifies this engine instance in lock tokens and its commit key.
     let instance = UUID().uuidString
     private let lease: LeaseKeeper
     private var sequence = 0
 
-    init(client: EtcdClient, prefix: String, mode: OpenMode, leaseTTL: Int, faults: EtcdFaults) throws {
+    init(client: EtcdClient, prefix: String, mode: OpenMode, leaseTTL: Int, compaction: EtcdCompaction, faults: EtcdFaults) throws {
+        self.compaction = compaction
         self.client = client
         layout = EtcdLayout(prefix: prefix)
         location = prefix
@@ -78,6 +83,26 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     func leaseIsAlive(_ id: Int64, deadline: ContinuousClock.Instant) throws -> Bool {
         let answer = try call("/v3/lease/timetolive", ["ID": String(id)], idempotent: true, deadline: deadline, what: "checking the lease")
         return answer.int64("TTL") > 0
+    }
+
+    /// Compacts the history as ``EtcdCompaction/keepRevisions(_:)`` says, once a commit at
+    /// `revision` has made it due. Best effort: a compaction that fails (another engine compacted
+    /// further, the cluster is busy) is tried again after the next commit.
+    func compactHistory(after revision: Int64) {
+        guard case .keepRevisions(let keep) = compaction else { return }
+        let due: Bool = compactionLock.withLock {
+            guard revision - keep > 0, revision - compactedAt >= max(keep / 4, 1) else { return false }
+            compactedAt = revision
+            return true
+        }
+        guard due else { return }
+        do {
+            _ = try client.call("/v3/kv/compaction", ["revision": String(revision - keep)], idempotent: true, deadline: .now + .seconds(2))
+        } catch let error as EtcdServerError where error.isCompacted {
+            // Already compacted to there or beyond, by another engine or the cluster itself.
+        } catch {
+            compactionLock.withLock { compactedAt = 0 }
+        }
     }
 
     // MARK: The writer lock
@@ -280,13 +305,16 @@ final class LeaseKeeper: @unchecked Sendable {
     }
 }
 
-/// Defects a test can switch on, to show that the engine's checks catch them.
+/// Defects a test can switch on, to show that the engine's checks catch them, and the work a
+/// test can count.
 @_spi(Testing)
 public final class EtcdFaults: @unchecked Sendable {
     private let lock = NSLock()
     private var lost = 0
     private var lostRequests = 0
     private var skipCheck = false
+    private var unwindowed = false
+    private var descendingKeys: Int64 = 0
 
     public init() {}
 
@@ -310,6 +338,22 @@ public final class EtcdFaults: @unchecked Sendable {
         get { lock.withLock { lostRequests } }
         set { lock.withLock { lostRequests = newValue } }
     }
+
+    /// Reverse scans send one descending request over the rest of their range, as etcd's own
+    /// clients do: the broken variant the reverse-scan cost test must catch.
+    public var unwindowedReverseScans: Bool {
+        get { lock.withLock { unwindowed } }
+        set { lock.withLock { unwindowed = newValue } }
+    }
+
+    /// The keys etcd read to answer this engine's descending range requests (each request's
+    /// range, whatever its limit): the cost of its reverse scans.
+    public var descendingKeysRead: Int64 {
+        get { lock.withLock { descendingKeys } }
+        set { lock.withLock { descendingKeys = newValue } }
+    }
+
+    func noteDescendingRead(keys: Int64) { lock.withLock { descendingKeys += keys } }
 
     func takeLostRequest() -> Bool { take(&lostRequests) }
 

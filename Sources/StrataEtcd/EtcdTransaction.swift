@@ -28,35 +28,94 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
 
     /// Pages through the range at the transaction's revision, each page starting after the last
     /// key of the one before; pages grow while the visitor goes on, so a short scan costs one
-    /// small request and a long one few.
+    /// small request and a long one few. Reverse scans go window by window (see ``scanDescending``).
     func scan(
         _ range: ResolvedRange, reverse: Bool, limit: Int?,
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
-        var (start, end) = storage.layout.bounds(range)
+        let (start, end) = storage.layout.bounds(range)
+        if reverse && !storage.faults.unwindowedReverseScans {
+            return try scanDescending(from: start, to: end, limit: limit ?? .max, visit)
+        }
+        var (low, high) = (start, end)
         var remaining = limit ?? .max
         var page = 64
         while remaining > 0 {
             var request: JSON = [
-                "key": start.base64, "range_end": end.base64, "revision": String(revision), "limit": String(min(page, remaining)),
+                "key": low.base64, "range_end": high.base64, "revision": String(revision), "limit": String(min(page, remaining)),
             ]
             if reverse {
                 request["sort_order"] = "DESCEND"
                 request["sort_target"] = "KEY"
             }
             let answer = try read(request, what: "scanning")
-            let pairs = answer.objects("kvs")
-            for pair in pairs {
-                let key = pair.bytes("key")
-                let storeKey = storage.layout.storeKey(key)
-                let goOn = try storeKey.withUnsafeBytes { k in try pair.bytes("value").withUnsafeBytes { try visit(k, $0) } }
-                remaining -= 1
-                if !goOn || remaining == 0 { return }
-                if reverse { end = key } else { start = key + [0] }
-            }
-            guard answer["more"] as? Bool == true, !pairs.isEmpty else { return }
+            if reverse { storage.faults.noteDescendingRead(keys: answer.int64("count")) }
+            let (last, done) = try deliver(answer, remaining: &remaining, visit)
+            guard !done, let last, answer["more"] as? Bool == true else { return }
+            if reverse { high = last } else { low = last + [0] }
             page = min(page * 4, 4096)
         }
+    }
+
+    /// A reverse scan of `[start, end)` in windows near the end that each hold about a page of
+    /// keys (see ``DescendingWindows``), since etcd 3.4 reads and sorts every key of a descending
+    /// request's range, whatever its limit.
+    private func scanDescending(
+        from start: [UInt8], to end: [UInt8], limit: Int,
+        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        var windows = DescendingWindows(start: start)
+        var high = end
+        var remaining = limit
+        var page = 64
+        // The lower bound of the last window when it was not read to its end.
+        var carried: [UInt8]?
+        while remaining > 0 {
+            let want = min(page, remaining)
+            let low = try carried ?? windows.lowerBound(below: high, want: want, count: { bound in
+                try read(["key": bound.base64, "range_end": high.base64, "revision": String(revision), "count_only": true],
+                         what: "counting a range").int64("count")
+            }, first: { bound in
+                try read(["key": bound.base64, "range_end": high.base64, "revision": String(revision), "limit": "1", "keys_only": true],
+                         what: "scanning").objects("kvs").first?.bytes("key")
+            })
+            let answer = try read([
+                "key": low.base64, "range_end": high.base64, "revision": String(revision), "limit": String(want),
+                "sort_order": "DESCEND", "sort_target": "KEY",
+            ], what: "scanning")
+            let inWindow = answer.int64("count")
+            storage.faults.noteDescendingRead(keys: inWindow)
+            if carried == nil { windows.learn(keys: inWindow, from: low, below: high) }
+            let (last, done) = try deliver(answer, remaining: &remaining, visit)
+            if done { return }
+            page = min(page * 4, 4096)
+            if let last, answer["more"] as? Bool == true {
+                // Read the rest of this window next when it is not much more than a page.
+                high = last
+                carried = inWindow - Int64(want) <= 4 * Int64(min(page, remaining)) ? low : nil
+            } else {
+                if low == start { return }  // the window reached the range's start
+                high = low
+                carried = nil
+            }
+        }
+    }
+
+    /// Hands an answer's pairs to the visitor, as store keys, counting them off `remaining`;
+    /// returns the last etcd key handed over, and whether the scan is done (the visitor stopped
+    /// or the limit is reached).
+    private func deliver(
+        _ answer: JSON, remaining: inout Int, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws -> (last: [UInt8]?, done: Bool) {
+        var last: [UInt8]?
+        for pair in answer.objects("kvs") {
+            let key = pair.bytes("key")
+            let goOn = try storage.layout.storeKey(key).withUnsafeBytes { k in try pair.bytes("value").withUnsafeBytes { try visit(k, $0) } }
+            remaining -= 1
+            if !goOn || remaining == 0 { return (key, true) }
+            last = key
+        }
+        return (last, false)
     }
 
     private func read(_ request: JSON, what: String) throws -> JSON {
@@ -108,7 +167,9 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         ops.append(Txn.delete(storage.layout.lock))
         let request: JSON = ["compare": [Txn.holds(storage.layout.lock, tokenBytes)], "success": ops]
         do {
-            try send(request, deadline: ContinuousClock.now + storage.client.timeout)
+            let revision = try send(request, deadline: ContinuousClock.now + storage.client.timeout)
+            committed = true
+            storage.compactHistory(after: revision)
         } catch let ambiguous as Ambiguous {
             // Resolving gets a timeout of its own: the send may have used all of its own.
             try resolve(request, token: tokenBytes, commitKey: commitKey, lease: lease, firstProblem: ambiguous.detail,
@@ -117,9 +178,10 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         committed = true
     }
 
-    /// Sends the commit once: returns when it applied, throws ``Ambiguous`` when its outcome is
-    /// unknown, and `mustRetry` when the lock was no longer ours (nothing applied).
-    private func send(_ request: JSON, deadline: ContinuousClock.Instant) throws {
+    /// Sends the commit once: returns the revision it applied at, throws ``Ambiguous`` when its
+    /// outcome is unknown, and `mustRetry` when the lock was no longer ours (nothing applied).
+    @discardableResult
+    private func send(_ request: JSON, deadline: ContinuousClock.Instant) throws -> Int64 {
         if storage.faults.takeLostRequest() {
             throw Ambiguous(detail: "the commit request was lost before it reached the cluster (injected fault)")
         }
@@ -134,6 +196,7 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
             throw lockLost()  // the lock lived on that lease
         }
         guard answer.succeeded else { throw lockLost() }
+        return answer.revision
     }
 
     private func lockLost() -> EngineError {

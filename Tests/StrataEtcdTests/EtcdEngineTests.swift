@@ -116,24 +116,6 @@ struct EtcdEngineTests {
         try engine.write { tx in try tx.put([2], forKey: [1]) }  // the lock was given back
     }
 
-    @Test("a snapshot whose revision is compacted while it is read throws snapshotCompacted")
-    func compactedSnapshot() throws {
-        let options = Clusters.options(Clusters.three)
-        let engine = try EtcdEngine(prefix: Clusters.prefix("compaction"), etcd: options)
-        defer { try? engine.close() }
-        try engine.write { tx in try tx.put([1], forKey: [1]) }
-        let keys = try EtcdKeySpace(options)
-        let thrown = #expect(throws: EtcdError.self) {
-            try engine.read { tx in
-                _ = try tx.get([1])
-                try keys.put([0], forKey: Array("tests/compaction-bump".utf8))
-                try keys.compact(toRevision: try keys.revision())
-                _ = try tx.get([1])
-            }
-        }
-        guard case .snapshotCompacted = thrown else { Issue.record("got \(String(describing: thrown))"); return }
-    }
-
     @Test("the same prefix twice in one process is refused; another prefix sharing its start is another store")
     func prefixes() throws {
         let options = Clusters.options(Clusters.three)
