@@ -5,9 +5,9 @@
 SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
 # The tests also run the etcd engine on local clusters they start (and stop by PID).
 PACKAGES = $(SYSTEM_PACKAGES)
-test conformance: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
+test conformance bench-etcd: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
 
-.PHONY: run test deps conformance bench-long crash clean
+.PHONY: run test deps conformance bench-long bench-etcd crash clean
 
 run: deps
 	swift build -c release --product strata
@@ -22,6 +22,7 @@ test: deps
 	bash Tests/Fixtures/check-sqlite-only.sh
 	.build/debug/strata conformance --engine all
 	.build/debug/strata-etcd conformance --members 3 --differential 2000
+	.build/debug/strata-etcd bench --records 300 --operations 20 --members 1 --engines lmdb --output .build/bench-etcd-smoke
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
 	.build/debug/strata crash-test --engine all --kills 20
@@ -60,6 +61,11 @@ conformance: deps
 bench-long: deps
 	swift build -c release --product strata
 	.build/release/strata bench --records 1000000 --output bench-results-1m
+
+# The record layer on local etcd clusters of 1 and 3 members beside the embedded engines.
+bench-etcd: deps
+	swift build -c release --product strata-etcd
+	.build/release/strata-etcd bench --output bench-results-etcd
 
 # The long crash runs: 1,000 SIGKILLs per engine during commits, 200 during index builds and migrations,
 # and 50 rounds of two processes preparing one store at once.

@@ -123,11 +123,13 @@ let package = Package(
             ]
         ),
 
-        // The etcd tool: conformance on a local or given cluster, and the suite's second process.
+        // The etcd tool: conformance on a local or given cluster, the suite's second process, and the
+        // benchmark beside the embedded engines.
         .executableTarget(
             name: "strata-etcd",
             dependencies: [
                 "StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance",
+                "StrataRecords", "StrataKeyCodec", "StrataBundledEngines",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

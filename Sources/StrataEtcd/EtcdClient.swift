@@ -37,10 +37,12 @@ struct EtcdServerError: Error, CustomStringConvertible {
     let message: String
 
     /// The request was refused before it could apply, or its outcome is unknown (leader lost,
-    /// timed out inside the cluster): etcd's gRPC `Unavailable` and `DeadlineExceeded`.
+    /// timed out inside the cluster): etcd's gRPC `Unavailable` and `DeadlineExceeded`, and a
+    /// proposal Raft dropped (code 2, Unknown: during leader changes; never applied).
     var isUnavailable: Bool {
         code == 14 || code == 4 || message.contains("leader changed") || message.contains("no leader")
             || message.contains("request timed out") || message.contains("too many requests") || message.contains("deadline exceeded")
+            || message.contains("raft proposal dropped")
     }
     var isCompacted: Bool { message.contains("required revision has been compacted") }
     var isFutureRevision: Bool { message.contains("required revision is a future revision") }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import StrataEngine
 
 /// A store's storage primitives on an etcd cluster: snapshots are etcd revisions, a write
@@ -19,6 +20,8 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     let instance = UUID().uuidString
     private let lease: LeaseKeeper
     private var sequence = 0
+    /// The token of a lock whose release failed.
+    private let unreleased = Mutex<String?>(nil)
 
     init(client: EtcdClient, prefix: String, mode: OpenMode, leaseTTL: Int, compaction: EtcdCompaction, faults: EtcdFaults) throws {
         self.compaction = compaction
@@ -29,6 +32,7 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
         self.faults = faults
         lease = LeaseKeeper(client: client, ttl: leaseTTL)
         try open(mode: mode)
+        lease.onRenewal { [weak self] in self?.releaseLeftLock() }
     }
 
     /// Checks what the namespace holds: a store of this layout, nothing (created with `.create`),
@@ -155,12 +159,26 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
         }
     }
 
-    /// Gives the lock back without committing (a rollback). Best effort: a lock left behind is
-    /// taken over by this instance's next writer; until then (or until the engine is closed and
-    /// its lease revoked) other instances wait for it.
+    /// Gives the lock back without committing (a rollback). A release that fails is tried again
+    /// at each lease renewal (a third of the TTL), and a lock left behind is taken over by this
+    /// instance's next writer.
     func releaseLock(token: String) {
-        _ = try? txn(compare: [Txn.holds(layout.lock, Array(token.utf8))], success: [Txn.delete(layout.lock)],
-                     idempotent: true, what: "releasing the writer lock")
+        do {
+            _ = try txn(compare: [Txn.holds(layout.lock, Array(token.utf8))], success: [Txn.delete(layout.lock)],
+                        idempotent: true, deadline: .now + .seconds(2), what: "releasing the writer lock")
+        } catch {
+            unreleased.withLock { $0 = token }
+        }
+    }
+
+    /// Tries again to release a lock whose release failed (called at each lease renewal), so
+    /// that other instances do not wait for it while this one does not write.
+    private func releaseLeftLock() {
+        guard let token = unreleased.withLock({ $0 }) else { return }
+        if (try? txn(compare: [Txn.holds(layout.lock, Array(token.utf8))], success: [Txn.delete(layout.lock)],
+                     idempotent: true, deadline: .now + .seconds(2), what: "releasing the writer lock")) != nil {
+            unreleased.withLock { if $0 == token { $0 = nil } }
+        }
     }
 
     // MARK: Requests
@@ -248,6 +266,8 @@ final class LeaseKeeper: @unchecked Sendable {
     private var current: Int64?
     private var stopped = false
     private var keeper: Thread?
+    private var failed = false
+    private var chores: [@Sendable () -> Void] = []
 
     init(client: EtcdClient, ttl: Int) {
         self.client = client
@@ -262,7 +282,10 @@ final class LeaseKeeper: @unchecked Sendable {
         lock.withLock {
             current = granted
             if keeper == nil {
-                let thread = Thread { [weak self] in self?.keepAlive() }
+                // Holds the keeper only while it renews: an engine dropped without close() stops it.
+                let thread = Thread { [weak self] in
+                    while let keeper = self, keeper.renewOnce() {}
+                }
                 thread.name = "strata-etcd-lease"
                 keeper = thread
                 thread.start()
@@ -270,6 +293,9 @@ final class LeaseKeeper: @unchecked Sendable {
         }
         return granted
     }
+
+    /// Work the keeper's thread does at each renewal (a lock this instance failed to release).
+    func onRenewal(_ chore: @escaping @Sendable () -> Void) { lock.withLock { chores.append(chore) } }
 
     /// Forgets a lease the cluster no longer knows.
     func expired(_ id: Int64) {
@@ -287,21 +313,26 @@ final class LeaseKeeper: @unchecked Sendable {
         }
     }
 
-    private func keepAlive() {
+    deinit { if !stopped { revoke() } }
+
+    /// Waits a third of the TTL (a fifth of a second after a failed renewal, so that one lost
+    /// answer does not cost the lease), then renews; returns false once revoked.
+    private func renewOnce() -> Bool {
         let period = max(Double(ttl) / 3, 0.2)
-        while true {
-            let id: Int64? = lock.withLock {
-                _ = lock.wait(until: Date(timeIntervalSinceNow: period))
-                return stopped ? nil : current
-            }
-            if lock.withLock({ stopped }) { return }
-            guard let id else { continue }
-            let answer = try? client.call("/v3/lease/keepalive", ["ID": String(id)], idempotent: true,
-                                          deadline: .now + .seconds(max(ttl / 3, 1)))
-            if let answer, answer.object("result").int64("TTL") <= 0 && answer.object("result")["ID"] != nil {
-                expired(id)
-            }
+        let (id, chores): (Int64?, [@Sendable () -> Void]) = lock.withLock {
+            _ = lock.wait(until: Date(timeIntervalSinceNow: failed ? min(period, 0.2) : period))
+            return (stopped ? nil : current, self.chores)
         }
+        if lock.withLock({ stopped }) { return false }
+        guard let id else { return true }
+        let answer = try? client.call("/v3/lease/keepalive", ["ID": String(id)], idempotent: true,
+                                      deadline: .now + .seconds(max(ttl / 3, 1)))
+        failed = answer == nil
+        if let answer, answer.object("result").int64("TTL") <= 0 && answer.object("result")["ID"] != nil {
+            expired(id)
+        }
+        for chore in chores { chore() }
+        return true
     }
 }
 

@@ -71,7 +71,7 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         // The lower bound of the last window when it was not read to its end.
         var carried: [UInt8]?
         while remaining > 0 {
-            let want = min(page, remaining)
+            var want = min(page, remaining)
             let low = try carried ?? windows.lowerBound(below: high, want: want, count: { bound in
                 try read(["key": bound.base64, "range_end": high.base64, "revision": String(revision), "count_only": true],
                          what: "counting a range").int64("count")
@@ -79,6 +79,11 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
                 try read(["key": bound.base64, "range_end": high.base64, "revision": String(revision), "limit": "1", "keys_only": true],
                          what: "scanning").objects("kvs").first?.bytes("key")
             })
+            if low == start {
+                // etcd reads the whole rest for any limit: take the largest page of it.
+                page = 4096
+                want = min(page, remaining)
+            }
             let answer = try read([
                 "key": low.base64, "range_end": high.base64, "revision": String(revision), "limit": String(want),
                 "sort_order": "DESCEND", "sort_target": "KEY",

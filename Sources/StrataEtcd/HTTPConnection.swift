@@ -40,7 +40,7 @@ final class HTTPConnection {
     func post(_ path: String, body: [UInt8], headers: [(String, String)], deadline: ContinuousClock.Instant) throws(TransportError) -> (status: Int, body: [UInt8]) {
         if socket >= 0 && (peerClosed() || !buffered.isEmpty) { disconnect() }
         if socket < 0 { try connect(deadline: deadline) }
-        var head = "POST \(path) HTTP/1.1\r\nHost: \(endpoint.host):\(endpoint.port)\r\nContent-Type: application/json\r\n"
+        var head = "POST \(path) HTTP/1.1\r\nHost: \(endpoint)\r\nContent-Type: application/json\r\n"
         // The gateway passes it on as the gRPC deadline: without it, a read waits forever for a
         // cluster that lost its quorum.
         let left = ContinuousClock.now.duration(to: deadline).components
@@ -197,6 +197,9 @@ final class HTTPConnection {
                     break
                 }
                 while buffered.count < size + 2 { try fill(deadline: deadline) }
+                guard buffered[size] == 13, buffered[size + 1] == 10 else {
+                    throw .afterSending("\(endpoint) sent a chunk longer than its size")
+                }
                 body.append(contentsOf: buffered[0..<size])
                 buffered.removeFirst(size + 2)
             }

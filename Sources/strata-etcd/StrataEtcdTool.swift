@@ -12,8 +12,8 @@ import StrataRecordConformance
 struct StrataEtcdTool: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata-etcd",
-        abstract: "Strata on an etcd cluster: the conformance suite on a local or given cluster.",
-        subcommands: [EtcdConformance.self, EtcdConformancePeer.self, EtcdLoad.self]
+        abstract: "Strata on an etcd cluster: the conformance suite on a local or given cluster, and the benchmark.",
+        subcommands: [EtcdConformance.self, EtcdBench.self, EtcdConformancePeer.self, EtcdLoad.self]
     )
 }
 
