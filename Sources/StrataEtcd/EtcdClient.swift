@@ -137,6 +137,12 @@ final class EtcdClient: @unchecked Sendable {
         throw EtcdError.unavailable(endpoints: endpoints.map(\.description), detail: lastProblem)
     }
 
+    /// Compacts the cluster's history up to `revision`; `physical` waits until the space is
+    /// reusable.
+    func compact(toRevision revision: Int64, physical: Bool, deadline: ContinuousClock.Instant? = nil) throws {
+        _ = try call("/v3/kv/compaction", ["revision": String(revision), "physical": physical], idempotent: true, deadline: deadline)
+    }
+
     /// A connection to the preferred endpoint, reused when one is idle.
     private func take() -> HTTPConnection {
         lock.withLock {

@@ -58,7 +58,7 @@ public final class EtcdKeySpace: @unchecked Sendable {
 
     /// Compacts the cluster's history up to `revision`: snapshots before it can no longer be read.
     public func compact(toRevision revision: Int64) throws {
-        _ = try client.call("/v3/kv/compaction", ["revision": String(revision), "physical": true], idempotent: true)
+        try client.compact(toRevision: revision, physical: true)
     }
 
     /// The answering member's ID and the ID of the leader it knows (`/v3/maintenance/status`).

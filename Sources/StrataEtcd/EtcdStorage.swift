@@ -14,13 +14,12 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     let faults: EtcdFaults
     let compaction: EtcdCompaction
     /// The revision the engine last compacted the history at (0: not yet).
-    private var compactedAt: Int64 = 0
-    private let compactionLock = NSLock()
+    private let compactedAt = Mutex<Int64>(0)
     /// Identifies this engine instance in lock tokens and its commit key.
     let instance = UUID().uuidString
     private let lease: LeaseKeeper
     private var sequence = 0
-    /// The token of a lock whose release failed.
+    /// The token of a lock whose release is owed (until it succeeds).
     private let unreleased = Mutex<String?>(nil)
 
     init(client: EtcdClient, prefix: String, mode: OpenMode, leaseTTL: Int, compaction: EtcdCompaction, faults: EtcdFaults) throws {
@@ -94,18 +93,18 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     /// further, the cluster is busy) is tried again after the next commit.
     func compactHistory(after revision: Int64) {
         guard case .keepRevisions(let keep) = compaction else { return }
-        let due: Bool = compactionLock.withLock {
+        let due = compactedAt.withLock { compactedAt in
             guard revision - keep > 0, revision - compactedAt >= max(keep / 4, 1) else { return false }
             compactedAt = revision
             return true
         }
         guard due else { return }
         do {
-            _ = try client.call("/v3/kv/compaction", ["revision": String(revision - keep)], idempotent: true, deadline: .now + .seconds(2))
+            try client.compact(toRevision: revision - keep, physical: false, deadline: .now + .seconds(2))
         } catch let error as EtcdServerError where error.isCompacted {
             // Already compacted to there or beyond, by another engine or the cluster itself.
         } catch {
-            compactionLock.withLock { compactedAt = 0 }
+            compactedAt.withLock { $0 = 0 }
         }
     }
 
@@ -163,16 +162,13 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     /// at each lease renewal (a third of the TTL), and a lock left behind is taken over by this
     /// instance's next writer.
     func releaseLock(token: String) {
-        do {
-            _ = try txn(compare: [Txn.holds(layout.lock, Array(token.utf8))], success: [Txn.delete(layout.lock)],
-                        idempotent: true, deadline: .now + .seconds(2), what: "releasing the writer lock")
-        } catch {
-            unreleased.withLock { $0 = token }
-        }
+        unreleased.withLock { $0 = token }
+        releaseLeftLock()
     }
 
-    /// Tries again to release a lock whose release failed (called at each lease renewal), so
-    /// that other instances do not wait for it while this one does not write.
+    /// Releases the lock whose release is owed (a rollback's, or one that failed before: called
+    /// again at each lease renewal, so that other instances do not wait for it while this one
+    /// does not write).
     private func releaseLeftLock() {
         guard let token = unreleased.withLock({ $0 }) else { return }
         if (try? txn(compare: [Txn.holds(layout.lock, Array(token.utf8))], success: [Txn.delete(layout.lock)],
@@ -229,13 +225,20 @@ enum Txn {
     /// A delete of one key.
     static func delete(_ key: [UInt8]) -> JSON { ["request_delete_range": ["key": key.base64]] }
 
-    /// A range request.
+    /// A range operation of a txn.
     static func range(_ key: [UInt8], end: [UInt8]? = nil, limit: Int = 0, keysOnly: Bool = false) -> JSON {
+        var request = rangeRequest(key, end: end, limit: limit)
+        if keysOnly { request["keys_only"] = true }
+        return ["request_range": request]
+    }
+
+    /// A range request (`/v3/kv/range`, or inside a txn's range operation): the key `key`, or
+    /// the keys of `[key, end)`, at most `limit` of them (0: all).
+    static func rangeRequest(_ key: [UInt8], end: [UInt8]? = nil, limit: Int = 0) -> JSON {
         var request: JSON = ["key": key.base64]
         if let end { request["range_end"] = end.base64 }
         if limit > 0 { request["limit"] = String(limit) }
-        if keysOnly { request["keys_only"] = true }
-        return ["request_range": request]
+        return request
     }
 }
 
@@ -267,7 +270,7 @@ final class LeaseKeeper: @unchecked Sendable {
     private var stopped = false
     private var keeper: Thread?
     private var failed = false
-    private var chores: [@Sendable () -> Void] = []
+    private var chore: (@Sendable () -> Void)?
 
     init(client: EtcdClient, ttl: Int) {
         self.client = client
@@ -294,8 +297,8 @@ final class LeaseKeeper: @unchecked Sendable {
         return granted
     }
 
-    /// Work the keeper's thread does at each renewal (a lock this instance failed to release).
-    func onRenewal(_ chore: @escaping @Sendable () -> Void) { lock.withLock { chores.append(chore) } }
+    /// Work the keeper's thread does after each renewal (a lock this instance owes a release).
+    func onRenewal(_ chore: @escaping @Sendable () -> Void) { lock.withLock { self.chore = chore } }
 
     /// Forgets a lease the cluster no longer knows.
     func expired(_ id: Int64) {
@@ -319,11 +322,11 @@ final class LeaseKeeper: @unchecked Sendable {
     /// answer does not cost the lease), then renews; returns false once revoked.
     private func renewOnce() -> Bool {
         let period = max(Double(ttl) / 3, 0.2)
-        let (id, chores): (Int64?, [@Sendable () -> Void]) = lock.withLock {
+        let (stopped, id, chore): (Bool, Int64?, (@Sendable () -> Void)?) = lock.withLock {
             _ = lock.wait(until: Date(timeIntervalSinceNow: failed ? min(period, 0.2) : period))
-            return (stopped ? nil : current, self.chores)
+            return (self.stopped, current, self.chore)
         }
-        if lock.withLock({ stopped }) { return false }
+        if stopped { return false }
         guard let id else { return true }
         let answer = try? client.call("/v3/lease/keepalive", ["ID": String(id)], idempotent: true,
                                       deadline: .now + .seconds(max(ttl / 3, 1)))
@@ -331,7 +334,7 @@ final class LeaseKeeper: @unchecked Sendable {
         if let answer, answer.object("result").int64("TTL") <= 0 && answer.object("result")["ID"] != nil {
             expired(id)
         }
-        for chore in chores { chore() }
+        chore?()
         return true
     }
 }

@@ -21,7 +21,7 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
     // MARK: Reads
 
     func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        let answer = try read(["key": storage.layout.data(key).base64, "revision": String(revision)], what: "reading a key")
+        let answer = try readRange(storage.layout.data(key), what: "reading a key")
         guard let pair = answer.objects("kvs").first else { return try body(nil) }
         return try pair.bytes("value").withUnsafeBytes { try body($0) }
     }
@@ -41,14 +41,7 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         var remaining = limit ?? .max
         var page = 64
         while remaining > 0 {
-            var request: JSON = [
-                "key": low.base64, "range_end": high.base64, "revision": String(revision), "limit": String(min(page, remaining)),
-            ]
-            if reverse {
-                request["sort_order"] = "DESCEND"
-                request["sort_target"] = "KEY"
-            }
-            let answer = try read(request, what: "scanning")
+            let answer = try readRange(low, to: high, limit: min(page, remaining), reverse ? Self.descending : [:], what: "scanning")
             if reverse { storage.faults.noteDescendingRead(keys: answer.int64("count")) }
             let (last, done) = try deliver(answer, remaining: &remaining, visit)
             guard !done, let last, answer["more"] as? Bool == true else { return }
@@ -73,21 +66,16 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         while remaining > 0 {
             var want = min(page, remaining)
             let low = try carried ?? windows.lowerBound(below: high, want: want, count: { bound in
-                try read(["key": bound.base64, "range_end": high.base64, "revision": String(revision), "count_only": true],
-                         what: "counting a range").int64("count")
+                try readRange(bound, to: high, ["count_only": true], what: "counting a range").int64("count")
             }, first: { bound in
-                try read(["key": bound.base64, "range_end": high.base64, "revision": String(revision), "limit": "1", "keys_only": true],
-                         what: "scanning").objects("kvs").first?.bytes("key")
+                try readRange(bound, to: high, limit: 1, ["keys_only": true], what: "scanning").objects("kvs").first?.bytes("key")
             })
             if low == start {
                 // etcd reads the whole rest for any limit: take the largest page of it.
                 page = 4096
                 want = min(page, remaining)
             }
-            let answer = try read([
-                "key": low.base64, "range_end": high.base64, "revision": String(revision), "limit": String(want),
-                "sort_order": "DESCEND", "sort_target": "KEY",
-            ], what: "scanning")
+            let answer = try readRange(low, to: high, limit: want, Self.descending, what: "scanning")
             let inWindow = answer.int64("count")
             storage.faults.noteDescendingRead(keys: inWindow)
             if carried == nil { windows.learn(keys: inWindow, from: low, below: high) }
@@ -123,7 +111,14 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         return (last, false)
     }
 
-    private func read(_ request: JSON, what: String) throws -> JSON {
+    /// What a descending range request adds.
+    private static var descending: JSON { ["sort_order": "DESCEND", "sort_target": "KEY"] }
+
+    /// A range request at the transaction's revision: the key `key`, or the keys of `[key, end)`,
+    /// at most `limit` of them (0: all), with `options` (`count_only`, `keys_only`, a sort order).
+    private func readRange(_ key: [UInt8], to end: [UInt8]? = nil, limit: Int = 0, _ options: JSON = [:], what: String) throws -> JSON {
+        var request = Txn.rangeRequest(key, end: end, limit: limit).merging(options) { $1 }
+        request["revision"] = String(revision)
         do {
             return try storage.call("/v3/kv/range", request, idempotent: true, what: what)
         } catch let error as EtcdServerError where error.isCompacted {
@@ -161,20 +156,16 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
             let etcdKey = key.withUnsafeBytes { storage.layout.data($0) }
             ops.append(value.map { Txn.put(etcdKey, $0) } ?? Txn.delete(etcdKey))
         }
+        // Nothing to write: only the lock to give back (end() does).
+        guard !ops.isEmpty else { return }
         let tokenBytes = Array(token.utf8)
         let commitKey = storage.layout.commit(instance: storage.instance)
-        guard !ops.isEmpty else {
-            // Nothing to write: only the lock to give back (end() does, best effort).
-            return
-        }
         let lease = try storage.leaseID()
         ops.append(Txn.put(commitKey, tokenBytes, lease: lease))
         ops.append(Txn.delete(storage.layout.lock))
         let request: JSON = ["compare": [Txn.holds(storage.layout.lock, tokenBytes)], "success": ops]
         do {
-            let revision = try send(request, deadline: ContinuousClock.now + storage.client.timeout)
-            committed = true
-            storage.compactHistory(after: revision)
+            storage.compactHistory(after: try send(request, deadline: ContinuousClock.now + storage.client.timeout))
         } catch let ambiguous as Ambiguous {
             // Resolving gets a timeout of its own: the send may have used all of its own.
             try resolve(request, token: tokenBytes, commitKey: commitKey, lease: lease, firstProblem: ambiguous.detail,
