@@ -18,6 +18,8 @@
 //   Sources/StrataBundledEngines the one list of bundled engines (CLI, benchmark, tests)
 //   Conformance/          the test kit every engine must pass (a library product; Records/ holds
 //                         the record-layer cases, a product of its own)
+//   Sources/StrataStoreTools the store tools' commands (stats, dump, verify, copy, backup), shared
+//                         by `strata` (stores in directories) and `strata-etcd` (and stores on etcd)
 //   Sources/strata        the command-line tool (demo, benchmark, conformance runner; no macro)
 import CompilerPluginSupport
 import PackageDescription
@@ -113,23 +115,31 @@ let package = Package(
         ),
         .target(name: "CAllocationCounter"),
 
+        // The store tools' commands, over a locator each tool supplies.
+        .target(
+            name: "StrataStoreTools",
+            dependencies: [
+                "StrataRecords", "StrataEngine", "StrataBundledEngines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
         // Command-line tool.
         .executableTarget(
             name: "strata",
             dependencies: [
                 "StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory",
-                "StrataBundledEngines", "StrataConformance", "StrataRecordConformance", "CRawBench", "CAllocationCounter",
+                "StrataBundledEngines", "StrataConformance", "StrataRecordConformance", "StrataStoreTools", "CRawBench", "CAllocationCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
-        // The etcd tool: conformance on a local or given cluster, the suite's second process, and the
-        // benchmark beside the embedded engines.
+        // The etcd tool: conformance on a local or given cluster, the suite's second process, the
+        // benchmark beside the embedded engines, and the store tools on etcd stores.
         .executableTarget(
             name: "strata-etcd",
             dependencies: [
                 "StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance",
-                "StrataRecords", "StrataKeyCodec", "StrataBundledEngines",
+                "StrataRecords", "StrataKeyCodec", "StrataBundledEngines", "StrataStoreTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -153,7 +163,10 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataEtcdTests",
-            dependencies: ["StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance", "StrataRecords", "StrataKeyCodec"]
+            dependencies: [
+                "StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance", "StrataRecords", "StrataKeyCodec",
+                "StrataLMDB",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

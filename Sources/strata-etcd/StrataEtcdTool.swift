@@ -5,6 +5,7 @@ import StrataEngine
 import StrataEtcd
 import StrataEtcdCluster
 import StrataRecordConformance
+import StrataStoreTools
 
 /// `strata-etcd`: Strata on etcd from the command line (a separate tool, so that `strata` and
 /// `make run` never build the etcd engine).
@@ -12,8 +13,8 @@ import StrataRecordConformance
 struct StrataEtcdTool: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata-etcd",
-        abstract: "Strata on an etcd cluster: the conformance suite on a local or given cluster, and the benchmark.",
-        subcommands: [EtcdConformance.self, EtcdBench.self, EtcdConformancePeer.self, EtcdLoad.self]
+        abstract: "Strata on an etcd cluster: the store tools, the conformance suite on a local or given cluster, and the benchmark.",
+        subcommands: StoreTools<EtcdStores>.commands + [EtcdConformance.self, EtcdBench.self, EtcdConformancePeer.self, EtcdLoad.self]
     )
 }
 

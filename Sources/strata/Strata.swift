@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
+import StrataStoreTools
 
 @main
 struct Strata: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata",
         abstract: "Strata: a record store with pluggable storage engines.",
-        subcommands: [Demo.self, Stats.self, Dump.self, Verify.self, Copy.self, Backup.self, Bench.self, Conformance.self, ConformancePeerCommand.self, CrashTest.self, CrashWriter.self, PrepareCrashTest.self, PrepareRaceTest.self, PrepareWriter.self, DiskFull.self, Probe.self, UpgradeStore.self, IndexBench.self, ScanAllocations.self, ReadingMemory.self],
+        subcommands: [Demo.self] + StoreTools<BundledStores>.commands + [Bench.self, Conformance.self, ConformancePeerCommand.self, CrashTest.self, CrashWriter.self, PrepareCrashTest.self, PrepareRaceTest.self, PrepareWriter.self, DiskFull.self, Probe.self, UpgradeStore.self, IndexBench.self, ScanAllocations.self, ReadingMemory.self],
         defaultSubcommand: Demo.self
     )
 }

@@ -185,7 +185,9 @@ struct InspectionTests {
         }
     }
 
-    static let pairs: [(EngineKind, EngineKind)] = BundledEngines.onDisk.flatMap { a in BundledEngines.onDisk.map { (a, $0) } }
+    /// Every pair of on-disk engines and etcd (an in-memory store copies the same way, but its copy ends with it).
+    static let stored = BundledEngines.onDisk + [TestEngines.etcd]
+    static let pairs: [(EngineKind, EngineKind)] = stored.flatMap { a in stored.map { (a, $0) } }
 
     @Test("copy between every pair of engines: every pair byte-identical but the manifest, verified, readable by type",
           arguments: pairs)
@@ -215,7 +217,7 @@ struct InspectionTests {
     }
 
     @Test("an interrupted copy has no manifest and is refused on open; a destination holding data is refused untouched",
-          arguments: BundledEngines.onDisk)
+          arguments: stored)
     func interruptedCopy(kind: EngineKind) throws {
         struct Interrupted: Error {}
         let dir = TemporaryDirectory()

@@ -9,6 +9,9 @@ public enum StoreToolError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The copy's pairs, read back, are not the source's: the copy is left without a manifest,
     /// so it never opens as a store.
     case copyMismatch(path: String, detail: String)
+    /// A pair of the source is beyond what the destination's engine takes (its declared key,
+    /// value or transaction limits); checked before anything is written.
+    case exceedsDestinationLimits(path: String, detail: String)
     /// An argument the tool cannot use.
     case invalidArgument(String)
 
@@ -16,6 +19,7 @@ public enum StoreToolError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case let .destinationNotEmpty(path): return "the copy's destination \(path) already holds data; nothing was written"
         case let .copyMismatch(path, detail): return "the copy at \(path) does not match its source (\(detail)); it has no manifest and will not open"
+        case let .exceedsDestinationLimits(path, detail): return "the copy's destination \(path) cannot hold \(detail); nothing was written"
         case let .invalidArgument(detail): return detail
         }
     }
@@ -40,9 +44,12 @@ extension Store {
     /// declared transaction limits), each its own transaction; its pairs are then read back and
     /// compared with the source's (count and CRC-32C), and only then is the manifest written, last.
     /// An interrupted copy therefore holds data without a manifest, which every open refuses
-    /// (``RecordError/manifestMismatch(detail:)``); delete it and copy again. A destination that
-    /// already holds data is refused before anything is written
-    /// (``StoreToolError/destinationNotEmpty(path:)``).
+    /// (``RecordError/manifestMismatch(detail:)``); delete it and copy again. Refused before
+    /// anything is written: a destination that already holds data
+    /// (``StoreToolError/destinationNotEmpty(path:)``), and a source pair the destination's
+    /// engine cannot take (a key or value over its declared limits, or a pair larger than one of
+    /// its transactions: ``StoreToolError/exceedsDestinationLimits(path:detail:)``). The bundled
+    /// engines share one key limit, so this concerns engines with smaller limits (etcd's values).
     @discardableResult
     public func copy(to destination: EngineConfiguration, batchSize: Int = 1_000,
                      progress: (InspectionProgress) throws -> Void = { _ in }) throws -> CopyReport {
@@ -59,8 +66,21 @@ extension Store {
         var batches = 0
         var digest = PairDigest()
         try engine.read { tx in
+            // First pass: count the pairs and check each against the destination's limits.
             var total = 0
-            try tx.scan(.all, reverse: false, limit: nil) { _, _ in total += 1; return true }
+            var refusal: String?
+            try tx.scan(.all, reverse: false, limit: nil) { key, value in
+                total += 1
+                if key.count > limits.maxKeyLength {
+                    refusal = "a key of \(key.count) bytes (its limit: \(limits.maxKeyLength)): \(StoredValue.hex(key))"
+                } else if let max = limits.maxValueLength, value.count > max {
+                    refusal = "a value of \(value.count) bytes (its limit: \(max)) at key \(StoredValue.hex(key))"
+                } else if let max = limits.maxBytesPerTransaction, key.count + value.count > max {
+                    refusal = "a pair of \(key.count + value.count) bytes (its transactions' limit: \(max)) at key \(StoredValue.hex(key))"
+                }
+                return refusal == nil
+            }
+            if let refusal { throw StoreToolError.exceedsDestinationLimits(path: location, detail: refusal) }
             var batch: [([UInt8], [UInt8])] = []
             var batchBytes = 0
             var done = 0

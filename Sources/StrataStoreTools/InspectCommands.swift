@@ -3,28 +3,42 @@ import Foundation
 import StrataEngine
 import StrataRecords
 
-/// `strata stats PATH`: what a store holds.
-struct Stats: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Show a store's manifest, catalog, indexes, record counts and file sizes.", discussion: ToolExit.help)
+/// The store a command reads: its argument, `--engine`, and the tool's own options.
+struct StoreArgument<Locator: StoreLocator>: ParsableArguments {
+    @OptionGroup var locator: Locator
+    @Argument(help: ArgumentHelp("The store: \(Locator.storeForms).")) var path: String
+    @Option(help: "The store's engine (detected from its files when left out).") var engine: ToolEngine?
 
-    @Argument(help: "The store's directory.") var path: String
-    @Option(help: "The store's engine (detected from its files when left out).") var engine: EngineChoice?
+    /// The store, opened read-only.
+    func open() throws -> (StoreLocation, Store) {
+        let location = try locator.store(path, engine: engine)
+        return (location, try location.openReadOnly())
+    }
+}
+
+/// `stats STORE`: what a store holds.
+public struct StatsCommand<Locator: StoreLocator>: ParsableCommand {
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "stats", abstract: "Show a store's manifest, catalog, indexes, record counts and file sizes.", discussion: ToolExit.help)
+    }
+
+    @OptionGroup var named: StoreArgument<Locator>
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
+    public init() {}
+
+    public func run() throws {
         try runTool {
-            let location = try StoreLocation(path: path, engine: engine)
-            let store = try location.openReadOnly()
+            let (location, store) = try named.open()
             defer { try? store.close() }
-            let stats = try toolStep(path) { try store.statistics() }
-            let files = fileSizes(path)
+            let stats = try toolStep(location.name) { try store.statistics() }
+            let files = location.fileSizes()
             if json {
-                struct Output: Encodable { let path: String; let engine: String; let files: [String: Int]; let store: StoreStatistics }
-                print(try jsonText(Output(path: path, engine: location.kind.name, files: files, store: stats)))
+                print(try jsonText(StatsOutput(path: location.name, engine: location.kind.name, files: files, store: stats)))
                 return ToolExit.ok
             }
-            print("store \(path) (\(location.kind.name))")
+            print("store \(location.name) (\(location.kind.name))")
             if let m = stats.manifest {
                 print("manifest: engine \(m.engine), keys \(m.keyCodec) v\(m.keyCodecVersion), format \(m.format)")
             } else {
@@ -51,46 +65,46 @@ struct Stats: ParsableCommand {
             return ToolExit.ok
         }
     }
-
-    /// The sizes of the regular files in the store's directory.
-    private func fileSizes(_ path: String) -> [String: Int] {
-        var sizes: [String: Int] = [:]
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).appendingPathComponent(name))
-            if attributes?[.type] as? FileAttributeType == .typeRegular { sizes[name] = (attributes?[.size] as? Int) ?? 0 }
-        }
-        return sizes
-    }
 }
 
-/// `strata dump PATH`: records as JSON Lines.
-struct Dump: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Print records as JSON Lines, decoded through the store's catalog (no Swift types needed).",
+/// `stats --json`: the store's name, engine and files beside its statistics.
+private struct StatsOutput: Encodable {
+    let path: String
+    let engine: String
+    let files: [String: Int]
+    let store: StoreStatistics
+}
+
+/// `dump STORE`: records as JSON Lines.
+public struct DumpCommand<Locator: StoreLocator>: ParsableCommand {
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(
+        commandName: "dump", abstract: "Print records as JSON Lines, decoded through the store's catalog (no Swift types needed).",
         discussion: """
             Each line: {"keyspace":…,"key":[…],"version":…,"fields":{…}}. Fields of formats the catalog cannot \
             describe (a codec's or a type's own) come as {"format":…,"hex":…}. A record that cannot be decoded \
             is printed as {"problem":…} and counted; the exit status is then 1. \(ToolExit.help)
             """)
+    }
 
-    @Argument(help: "The store's directory.") var path: String
-    @Option(help: "The store's engine (detected from its files when left out).") var engine: EngineChoice?
+    @OptionGroup var named: StoreArgument<Locator>
     @Option(help: "Only this keyspace.") var keyspace: String?
     @Option(help: "Leading key components to start at (inclusive), as a JSON array: '[\"Dallas\"]'. Needs --keyspace.") var from: String?
     @Option(help: "Leading key components to stop before (exclusive), as a JSON array. Needs --keyspace.") var to: String?
     @Flag(help: "Print every stored pair as hex, undecoded: {\"key\":…,\"value\":…}.") var raw = false
     @Option(help: "At most this many lines.") var limit: Int?
 
-    func run() throws {
+    public init() {}
+
+    public func run() throws {
         try runTool {
-            let location = try StoreLocation(path: path, engine: engine)
-            let store = try location.openReadOnly()
+            let (location, store) = try named.open()
             defer { try? store.close() }
             var printed = 0
             var problems = 0
             let output = FileHandle.standardOutput
             if raw {
-                try toolStep(path) {
+                try toolStep(location.name) {
                     try store.dumpRaw { key, value in
                         output.write(Data("{\"key\":\"\(StoredValue.hex(key))\",\"value\":\"\(StoredValue.hex(value))\"}\n".utf8))
                         printed += 1
@@ -99,10 +113,10 @@ struct Dump: ParsableCommand {
                 }
                 return ToolExit.ok
             }
-            let layout = try toolStep(path) { try store.keyspaces().first { $0.name == keyspace }?.key ?? [] }
+            let layout = try toolStep(location.name) { try store.keyspaces().first { $0.name == keyspace }?.key ?? [] }
             let start = try keyComponents(from, layout: layout, option: "--from")
             let end = try keyComponents(to, layout: layout, option: "--to")
-            try toolStep(path) {
+            try toolStep(location.name) {
                 try store.dump(keyspace: keyspace, from: start, to: end) { item in
                     switch item {
                     case .success(let record): output.write(Data((record.jsonLine + "\n").utf8))
@@ -115,7 +129,7 @@ struct Dump: ParsableCommand {
                 }
             }
             if problems > 0 {
-                FileHandle.standardError.write(Data("strata: \(path): \(problems) records could not be decoded\n".utf8))
+                FileHandle.standardError.write(Data("\(CommandLine.toolName): \(location.name): \(problems) records could not be decoded\n".utf8))
                 return ToolExit.problems
             }
             return ToolExit.ok
@@ -126,12 +140,12 @@ struct Dump: ParsableCommand {
     /// is a UUID or an ISO 8601 date where the layout says so).
     private func keyComponents(_ text: String?, layout: [KeyComponentDescription], option: String) throws -> [StoredValue] {
         guard let text else { return [] }
-        guard keyspace != nil else { throw ToolFailure("\(option) needs --keyspace", status: 64) }
+        guard keyspace != nil else { throw ToolFailure("\(option) needs --keyspace", status: ToolExit.usage) }
         guard let array = try? JSONDecoder().decode([JSONScalar].self, from: Data(text.utf8)) else {
-            throw ToolFailure("\(option) \(text): not a JSON array of strings, numbers, booleans or nulls", status: 64)
+            throw ToolFailure("\(option) \(text): not a JSON array of strings, numbers, booleans or nulls", status: ToolExit.usage)
         }
         guard array.count <= layout.count else {
-            throw ToolFailure("\(option): \(array.count) components, the key of \(keyspace!) has \(layout.count)", status: 64)
+            throw ToolFailure("\(option): \(array.count) components, the key of \(keyspace!) has \(layout.count)", status: ToolExit.usage)
         }
         return try zip(array, layout).map { value, component in
             let type = component.type.replacingOccurrences(of: "Optional<", with: "").replacingOccurrences(of: ">", with: "")
@@ -143,15 +157,15 @@ struct Dump: ParsableCommand {
             case (.integer(let n), "Double"): return .double(Double(n))
             case (.integer(let n), "Float"): return .float(Float(n))
             case (.integer(let n), _): return .int(n)
-            case (.number(let n), _): throw ToolFailure("\(option): \(n) is not an integer, and \(component.name) is \(component.type)", status: 64)
+            case (.number(let n), _): throw ToolFailure("\(option): \(n) is not an integer, and \(component.name) is \(component.type)", status: ToolExit.usage)
             case (.string(let s), "UUID"):
-                guard let uuid = UUID(uuidString: s) else { throw ToolFailure("\(option): \(s) is not a UUID", status: 64) }
+                guard let uuid = UUID(uuidString: s) else { throw ToolFailure("\(option): \(s) is not a UUID", status: ToolExit.usage) }
                 return .uuid(uuid)
             case (.string(let s), "Date"):
                 let formatter = ISO8601DateFormatter()
                 formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
                 guard let date = formatter.date(from: s) ?? ISO8601DateFormatter().date(from: s) else {
-                    throw ToolFailure("\(option): \(s) is not an ISO 8601 date", status: 64)
+                    throw ToolFailure("\(option): \(s) is not an ISO 8601 date", status: ToolExit.usage)
                 }
                 return .date(date.timeIntervalSinceReferenceDate)
             case (.string(let s), _): return .string(s)
@@ -174,30 +188,33 @@ private enum JSONScalar: Decodable {
     }
 }
 
-/// `strata verify PATH`: every checksum, key, field and index entry.
-struct Verify: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Check a store: manifest, catalog, every record's key, checksum and fields, every index against its records.",
-        discussion: ToolExit.help)
+/// `verify STORE`: every checksum, key, field and index entry.
+public struct VerifyCommand<Locator: StoreLocator>: ParsableCommand {
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "verify",
+            abstract: "Check a store: manifest, catalog, every record's key, checksum and fields, every index against its records.",
+            discussion: ToolExit.help)
+    }
 
-    @Argument(help: "The store's directory.") var path: String
-    @Option(help: "The store's engine (detected from its files when left out).") var engine: EngineChoice?
+    @OptionGroup var named: StoreArgument<Locator>
     @Flag(help: "Print JSON.") var json = false
     @Option(help: "List at most this many problems (all are counted).") var list = 10
 
-    func run() throws {
+    public init() {}
+
+    public func run() throws {
         try runTool {
-            let location = try StoreLocation(path: path, engine: engine)
-            let store = try location.openReadOnly()
+            let (location, store) = try named.open()
             defer { try? store.close() }
-            let progress = ProgressLine("verify \(path)")
+            let progress = ProgressLine("verify \(location.name)")
             var last: InspectionProgress?
-            let report = try toolStep(path) { try store.verify(listing: list) { p in last = p; progress.update(p) } }
+            let report = try toolStep(location.name) { try store.verify(listing: list) { p in last = p; progress.update(p) } }
             if let last { progress.finish(last) }
             if json {
                 print(try jsonText(report))
             } else {
-                print("\(path): \(report.pairs) pairs, \(report.records) records, \(report.indexEntries) index entries"
+                print("\(location.name): \(report.pairs) pairs, \(report.records) records, \(report.indexEntries) index entries"
                       + (report.foreignKeys > 0 ? ", \(report.foreignKeys) keys of other programs (left alone)" : "")
                       + (report.undescribedRecords > 0 ? ", \(report.undescribedRecords) records whose fields the catalog does not describe" : ""))
                 for index in report.indexes {
@@ -212,25 +229,4 @@ struct Verify: ParsableCommand {
             return report.isClean ? ToolExit.ok : ToolExit.problems
         }
     }
-}
-
-/// Runs one step on an open store, turning its errors into a line naming the store.
-func toolStep<R>(_ path: String, _ body: () throws -> R) throws -> R {
-    do {
-        return try body()
-    } catch let failure as ToolFailure {
-        throw failure
-    } catch {
-        throw ToolFailure("\(path): \(error)")
-    }
-}
-
-func jsonText<T: Encodable>(_ value: T) throws -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    return String(decoding: try encoder.encode(value), as: UTF8.self)
-}
-
-func jsonString(_ s: String) -> String {
-    String(decoding: (try? JSONEncoder().encode(s)) ?? Data("\"\"".utf8), as: UTF8.self)
 }
