@@ -70,11 +70,8 @@ struct CopyArguments<Locator: StoreLocator>: ParsableArguments {
         let store = try location.openReadOnly()
         defer { try? store.close() }
         let progress = ProgressLine("\(label) \(location.name) → \(target.name)")
-        var last: InspectionProgress?
-        let report = try toolStep(target.name) {
-            try store.copy(to: target.configuration, batchSize: batch) { p in last = p; progress.update(p) }
-        }
-        if let last { progress.finish(last) }
+        let report = try toolStep(target.name) { try store.copy(to: target.configuration, batchSize: batch, progress: progress.update) }
+        progress.finish()
         print("\(label): \(report.pairs) pairs, \(report.bytes) bytes, \(report.batches) transactions, \(location.kind.name) → \(target.kind.name) at \(target.name)")
         guard verify else { return ToolExit.ok }
         let copy = try toolStep(target.name) { try Store(target.configuration, mode: .readOnly) }

@@ -32,7 +32,10 @@ public struct StatsCommand<Locator: StoreLocator>: ParsableCommand {
         try runTool {
             let (location, store) = try named.open()
             defer { try? store.close() }
-            let stats = try toolStep(location.name) { try store.statistics() }
+            // Its output is data to pipe: progress only for someone watching a terminal.
+            let progress = ProgressLine.onTerminal("stats \(location.name)")
+            let stats = try toolStep(location.name) { try store.statistics(progress: progress?.update) }
+            progress?.finish()
             let files = location.fileSizes()
             if json {
                 print(try jsonText(StatsOutput(path: location.name, engine: location.kind.name, files: files, store: stats)))
@@ -117,7 +120,10 @@ public struct DumpCommand<Locator: StoreLocator>: ParsableCommand {
             let start = try keyComponents(from, layout: layout, option: "--from")
             let end = try keyComponents(to, layout: layout, option: "--to")
             try toolStep(location.name) {
-                try store.dump(keyspace: keyspace, from: start, to: end) { item in
+                // Progress only when someone watches a terminal the records are not printed on.
+                let progress = isatty(STDOUT_FILENO) == 1 ? nil : ProgressLine.onTerminal("dump \(location.name)")
+                defer { progress?.finish() }
+                try store.dump(keyspace: keyspace, from: start, to: end, progress: progress?.update) { item in
                     switch item {
                     case .success(let record): output.write(Data((record.jsonLine + "\n").utf8))
                     case .failure(let problem):
@@ -208,9 +214,8 @@ public struct VerifyCommand<Locator: StoreLocator>: ParsableCommand {
             let (location, store) = try named.open()
             defer { try? store.close() }
             let progress = ProgressLine("verify \(location.name)")
-            var last: InspectionProgress?
-            let report = try toolStep(location.name) { try store.verify(listing: list) { p in last = p; progress.update(p) } }
-            if let last { progress.finish(last) }
+            let report = try toolStep(location.name) { try store.verify(listing: list, progress: progress.update) }
+            progress.finish()
             if json {
                 print(try jsonText(report))
             } else {

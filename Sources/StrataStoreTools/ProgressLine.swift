@@ -8,22 +8,31 @@ final class ProgressLine {
     private let label: String
     private let terminal: Bool
     private var lastShown: Duration?
+    private var last: InspectionProgress?
 
     init(_ label: String, terminal: Bool = isatty(STDERR_FILENO) == 1) {
         self.label = label
         self.terminal = terminal
     }
 
+    /// A progress line when standard error is a terminal, `nil` otherwise (for commands whose
+    /// output is data, where progress lines in a log would only be noise).
+    static func onTerminal(_ label: String) -> ProgressLine? {
+        isatty(STDERR_FILENO) == 1 ? ProgressLine(label, terminal: true) : nil
+    }
+
     func update(_ progress: InspectionProgress) {
+        last = progress
         let interval: Duration = terminal ? .milliseconds(100) : .seconds(1)
         if let lastShown, progress.elapsed - lastShown < interval, progress.done < progress.total { return }
         lastShown = progress.elapsed
         show(Self.text(label, progress))
     }
 
-    /// Ends the progress display with a last line.
-    func finish(_ progress: InspectionProgress) {
-        show(Self.text(label, progress) + ", done")
+    /// Ends the progress display with a last line (none when nothing was reported).
+    func finish() {
+        guard let last else { return }
+        show(Self.text(label, last) + ", done")
         if terminal { write("\n") }
     }
 

@@ -122,6 +122,32 @@ struct StoreToolTests {
         #expect(occupied.status == 2 && occupied.output.contains("already holds data"), "\(occupied.output)")
     }
 
+    @Test("on a terminal, stats and dump (into a file) show a progress line rewritten in place; in a pipe, none")
+    func progressOnTerminal() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let path = dir.path + "/store"
+        try makeStore(BundledEngines.onDisk[0], path)
+        let script = try #require(which("script"), "script (util-linux) gives the tool a terminal")
+        for (command, label) in [("stats", "stats"), ("dump", "dump")] {
+            // `script` runs the tool on a pseudo-terminal; its standard output goes to a file.
+            let shell = "\(strataTool) \(command) '\(path)' > '\(dir.path)/\(command).out'"
+            let terminal = try runProgram(script, ["-qec", shell, "/dev/null"])
+            #expect(terminal.status == 0, "\(terminal.output)")
+            #expect(terminal.output.contains("\r\(label) \(path): ") && terminal.output.contains(" pairs (100%)")
+                    && terminal.output.contains("\u{1B}[K"),
+                    "\(terminal.output.debugDescription)")
+            #expect(terminal.output.contains(", done"), "\(terminal.output.debugDescription)")
+            let written = try String(contentsOfFile: "\(dir.path)/\(command).out", encoding: .utf8)
+            #expect(!hasControlCharacters(written) && !written.contains("pairs/s"), "the output file holds the output only")
+            let piped = try runProgram(strataTool, [command, path])
+            #expect(!piped.output.contains("pairs/s"), "no progress in a pipe: \(piped.output)")
+        }
+        // dump on a terminal prints records there: no progress line among them.
+        let onTerminal = try runProgram(script, ["-qec", "\(strataTool) dump '\(path)'", "/dev/null"])
+        #expect(onTerminal.output.contains(#""keyspace":"Note""#) && !onTerminal.output.contains("pairs/s"), "\(onTerminal.output)")
+    }
+
     @Test("a LevelDB store in use by another process is refused with the way to back it up")
     func levelDBInUse() throws {
         let dir = TemporaryDirectory()

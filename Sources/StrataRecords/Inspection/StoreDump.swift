@@ -13,12 +13,19 @@ extension Store {
     /// such as `[.string("Dallas")]`: the range is that of their key encoding (KeyEncoding.md,
     /// "Component ranges"), so `from: ["D"], to: ["E"]` holds every key whose first component is
     /// at least "D" and below "E".
+    ///
+    /// With `progress`, the range is read twice (the first pass counts its pairs) and every
+    /// 1,000 pairs are reported.
     public func dump(keyspace: String? = nil, from: [StoredValue] = [], to: [StoredValue] = [],
+                     progress: ((InspectionProgress) -> Void)? = nil,
                      _ visit: (Result<DecodedRecord, StoreProblem>) throws -> Bool) throws {
         let range = try Self.dumpRange(keyspace: keyspace, from: from, to: to)
         try engine.read { tx in
             let catalog = try CatalogSnapshot(tx)
+            var ticker = try ProgressTicker(tx, range, progress)
+            defer { try? ticker.finish() }
             try tx.scan(range, reverse: false, limit: nil) { key, value in
+                try ticker.tick()
                 guard CatalogSnapshot.keyspace(of: key) != nil else { return true }
                 do {
                     return try visit(.success(try catalog.decode(key: key, value: value)))

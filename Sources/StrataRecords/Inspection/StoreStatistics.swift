@@ -68,9 +68,11 @@ public struct StoreStatistics: Sendable, Encodable {
 extension Store {
     /// Reads what the store holds in one read transaction: manifest, features, the catalog
     /// (keyspaces, key layouts, schema versions, indexes and their states), records and bytes
-    /// per keyspace, entries and bytes per index, and unfinished jobs. Reads every pair once.
-    public func statistics() throws -> StoreStatistics {
+    /// per keyspace, entries and bytes per index, and unfinished jobs. Reads every pair once;
+    /// with `progress`, twice (the first pass counts them) and reports every 1,000 pairs.
+    public func statistics(progress: ((InspectionProgress) -> Void)? = nil) throws -> StoreStatistics {
         try engine.read { tx in
+            var ticker = try ProgressTicker(tx, .all, progress)
             let catalog = try CatalogSnapshot(tx)
             let manifest = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode)
             let features = try tx.get(SystemKey.features).map(StrataRecords.Manifest.decodeFeatures) ?? []
@@ -95,6 +97,7 @@ extension Store {
                 manifest: manifest.map { .init(engine: $0.engine, keyCodec: $0.codec, keyCodecVersion: $0.codecVersion, format: $0.format) },
                 features: features, keyspaces: [], jobs: [])
             try tx.scan(SystemKey.nonSystem, reverse: false, limit: nil) { key, value in
+                try ticker.tick()
                 guard let (name, _) = CatalogSnapshot.keyspace(of: key) else {
                     stats.foreignKeys += 1
                     return true
@@ -106,6 +109,7 @@ extension Store {
                 return true
             }
             try tx.scan(.prefix(SystemKey.prefix), reverse: false, limit: nil) { key, value in
+                try ticker.tick()
                 if key.starts(with: SystemKey.jobs) {
                     var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[SystemKey.jobs.count...]))
                     stats.jobs.append((try? reader.read(String.self)) ?? StoredValue.hex(key))
@@ -123,6 +127,7 @@ extension Store {
                 return true
             }
             stats.keyspaces = keyspaces.keys.sorted().map { keyspaces[$0]! }
+            try ticker.finish()
             return stats
         }
     }

@@ -58,13 +58,6 @@ public struct StoreProblem: Sendable, Hashable, Encodable, CustomStringConvertib
     }
 }
 
-/// How far a long inspection has come: pairs done out of the total, and the time so far.
-public struct InspectionProgress: Sendable, Hashable {
-    public let done: Int
-    public let total: Int
-    public let elapsed: Duration
-}
-
 /// What ``Store/verify(listing:progress:)`` found.
 public struct StoreVerification: Sendable, Encodable {
     /// One index, as checked against its records.
@@ -134,14 +127,16 @@ extension Store {
     /// are not stored fields or key components the catalog describes (a codec's, JSON) is
     /// reported as not checked, with the reason.
     public func verify(listing limit: Int = 10, progress: (InspectionProgress) -> Void = { _ in }) throws -> StoreVerification {
-        let clock = ContinuousClock()
-        let start = clock.now
-        return try engine.read { tx in
+        // The ticker holding `progress` ends with the read.
+        try withoutActuallyEscaping(progress) { progress in try verify(listing: limit, ticking: progress) }
+    }
+
+    private func verify(listing limit: Int, ticking progress: @escaping (InspectionProgress) -> Void) throws -> StoreVerification {
+        try engine.read { tx in
             var report = StoreVerification()
             let catalog = try CatalogSnapshot(tx)
             for problem in catalog.problems { report.add(problem, listing: limit) }
-            var total = 0
-            try tx.scan(.all, reverse: false, limit: nil) { _, _ in total += 1; return true }
+            var ticker = try ProgressTicker(tx, .all, progress)
 
             // Every index, in keyspace and name order, with the entries its records call for
             // (kept only while it can be checked). Mutated in place: a copy per record would copy
@@ -170,13 +165,8 @@ extension Store {
 
             // Records reported as damaged: their entries are not reported again as stale.
             var unreadable = Set<[UInt8]>()
-            var done = 0
-            func tick() {
-                done += 1
-                if done % 1_000 == 0 { progress(InspectionProgress(done: done, total: total, elapsed: clock.now - start)) }
-            }
             try tx.scan(SystemKey.nonSystem, reverse: false, limit: nil) { key, value in
-                tick()
+                try ticker.tick()
                 report.pairs += 1
                 guard let (keyspace, keyStart) = CatalogSnapshot.keyspace(of: key) else {
                     report.foreignKeys += 1
@@ -212,7 +202,7 @@ extension Store {
 
             // The system keys; index entries must belong to a listed generation and match their records.
             try tx.scan(.prefix(SystemKey.prefix), reverse: false, limit: nil) { key, value in
-                tick()
+                try ticker.tick()
                 report.pairs += 1
                 guard key.starts(with: SystemKey.allIndexEntries) else { return true }
                 report.indexEntries += 1
@@ -248,7 +238,7 @@ extension Store {
                 }
                 report.indexes.append(expectations[i].check)
             }
-            progress(InspectionProgress(done: done, total: total, elapsed: clock.now - start))
+            try ticker.finish()
             return report
         }
     }
