@@ -70,18 +70,22 @@ final class EtcdClient: @unchecked Sendable {
     private var preferred = 0
     private var idle: [HTTPConnection] = []
     private var token: String?
+    /// The engine's fault switches (a client of its own has none on).
+    private let faults: EtcdFaults
 
-    init(endpoints: [EtcdEndpoint], timeout: Duration, credentials: (user: String, password: String)?) {
+    init(endpoints: [EtcdEndpoint], timeout: Duration, credentials: (user: String, password: String)?, faults: EtcdFaults = EtcdFaults()) {
         self.endpoints = endpoints
         self.timeout = timeout
         self.credentials = credentials
+        self.faults = faults
     }
 
     /// A client of the cluster `options` names (endpoints parsed, credentials when a user is given).
-    convenience init(_ options: EtcdOptions, timeout: Duration) throws(EngineError) {
+    convenience init(_ options: EtcdOptions, timeout: Duration, faults: EtcdFaults = EtcdFaults()) throws(EngineError) {
         guard !options.endpoints.isEmpty else { throw .invalidArgument("no etcd endpoints given") }
         let endpoints = try options.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
-        self.init(endpoints: endpoints, timeout: timeout, credentials: options.user.map { (user: $0, password: options.password ?? "") })
+        self.init(endpoints: endpoints, timeout: timeout, credentials: options.user.map { (user: $0, password: options.password ?? "") },
+                  faults: faults)
     }
 
     func close() {
@@ -96,19 +100,27 @@ final class EtcdClient: @unchecked Sendable {
     /// A request that is `idempotent` is sent again (to the next endpoint) after any failure,
     /// until the deadline. One that is not is sent again only when it cannot have reached a
     /// server; otherwise ``Ambiguous`` is thrown and the caller resolves the outcome.
-    func call(_ path: String, _ body: JSON, idempotent: Bool, deadline: ContinuousClock.Instant? = nil) throws -> JSON {
+    ///
+    /// With several endpoints, one attempt lasts at most ``attemptLimit`` (unless `wholeDeadline`,
+    /// for requests that may rightly take long, such as a physical compaction): a member that is
+    /// frozen or cut off, whose kernel still completes connections, would otherwise hold the whole
+    /// deadline before the next endpoint is tried.
+    func call(_ path: String, _ body: JSON, idempotent: Bool, deadline: ContinuousClock.Instant? = nil,
+              wholeDeadline: Bool = false) throws -> JSON {
         let deadline = deadline ?? ContinuousClock.now + timeout
         let payload = Array(try JSONSerialization.data(withJSONObject: body))
+        let sliced = endpoints.count > 1 && !wholeDeadline && !faults.unslicedAttempts
         var lastProblem = "no attempt"
         var attempt = 0
         while ContinuousClock.now < deadline {
             let connection = take()
+            let attemptDeadline = sliced ? min(deadline, .now + attemptLimit) : deadline
             var headers: [(String, String)] = []
             if credentials != nil {
-                headers.append(("Authorization", try authToken(deadline: deadline)))
+                headers.append(("Authorization", try authToken(deadline: attemptDeadline)))
             }
             do {
-                let (status, answer) = try connection.post(path, body: payload, headers: headers, deadline: deadline)
+                let (status, answer) = try connection.post(path, body: payload, headers: headers, deadline: attemptDeadline)
                 give(connection)
                 let json = (try? JSONSerialization.jsonObject(with: Data(answer))) as? JSON ?? [:]
                 if status == 200 { return json }
@@ -138,9 +150,17 @@ final class EtcdClient: @unchecked Sendable {
     }
 
     /// Compacts the cluster's history up to `revision`; `physical` waits until the space is
-    /// reusable.
+    /// reusable (as long as that takes, within the deadline).
     func compact(toRevision revision: Int64, physical: Bool, deadline: ContinuousClock.Instant? = nil) throws {
-        _ = try call("/v3/kv/compaction", ["revision": String(revision), "physical": physical], idempotent: true, deadline: deadline)
+        _ = try call("/v3/kv/compaction", ["revision": String(revision), "physical": physical], idempotent: true, deadline: deadline,
+                     wholeDeadline: physical)
+    }
+
+    /// The longest one attempt of a call may take when there are other endpoints to try: a
+    /// share of the timeout per endpoint, between 1 and 5 seconds (etcd answers in milliseconds
+    /// and elects a new leader in about a second, so a member silent for longer is failing).
+    var attemptLimit: Duration {
+        min(max(timeout / endpoints.count, .seconds(1)), .seconds(5))
     }
 
     /// A connection to the preferred endpoint, reused when one is idle.

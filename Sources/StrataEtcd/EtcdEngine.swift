@@ -4,6 +4,9 @@ import StrataEngine
 /// How to reach an etcd cluster, and the limits it was started with.
 public struct EtcdOptions: Sendable, Hashable {
     /// The members' client URLs (`http://host:port`); requests fail over from one to the next.
+    /// One attempt lasts at most the request timeout's share per endpoint, between 1 and 5
+    /// seconds, so a member that is frozen or cut off (its kernel still taking connections)
+    /// delays a request by at most that before the next endpoint is tried.
     public var endpoints: [String]
     /// A user and password, when the cluster has authentication enabled.
     public var user: String?
@@ -119,11 +122,11 @@ public final class EtcdEngine: CoreBackedEngine, @unchecked Sendable {
         guard !prefix.isEmpty, prefix.utf8.count <= Self.maxPrefixLength else {
             throw EngineError.invalidArgument("an etcd store's prefix is 1...\(Self.maxPrefixLength) bytes, not \(prefix.utf8.count)")
         }
-        // Opens no connection yet: nothing to release if the claim below fails.
-        let client = try EtcdClient(etcd, timeout: options.timeout)
         self.prefix = prefix
         self.etcdOptions = etcd
         let faults = self.faults
+        // Opens no connection yet: nothing to release if the claim below fails.
+        let client = try EtcdClient(etcd, timeout: options.timeout, faults: faults)
         var opened: EtcdStorage?
         let identity = "etcd://" + client.endpoints.map(\.description).sorted().joined(separator: ",") + "/" + prefix
         core = try CoreEngine(declaration: Self.declaration(etcd), path: prefix, options: options, claiming: identity) { context in

@@ -341,64 +341,65 @@ final class LeaseKeeper: @unchecked Sendable {
 
 /// Defects a test can switch on, to show that the engine's checks catch them, and the work a
 /// test can count.
+// Unchecked: each switch is a `Guarded` box (its own lock), never replaced.
 @_spi(Testing)
 public final class EtcdFaults: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lost = 0
-    private var lostRequests = 0
-    private var skipCheck = false
-    private var unwindowed = false
-    private var descendingKeys: Int64 = 0
-
     public init() {}
 
     /// The next `n` commits are sent, then treated as timed out before their answer arrives
     /// (the cluster applies them): the ambiguous outcome the commit token resolves.
-    public var loseCommitAnswers: Int {
-        get { lock.withLock { lost } }
-        set { lock.withLock { lost = newValue } }
-    }
+    @Guarded public var loseCommitAnswers = 0
 
     /// Resolves an unknown commit outcome without reading the commit token: the broken variant
     /// the ambiguous-commit test must catch.
-    public var skipCommitTokenCheck: Bool {
-        get { lock.withLock { skipCheck } }
-        set { lock.withLock { skipCheck = newValue } }
-    }
+    @Guarded public var skipCommitTokenCheck = false
 
     /// The next `n` commits are treated as timed out without being sent: their outcome is
     /// unknown to the engine, which must find the lock still its own and send them again.
-    public var loseCommitRequests: Int {
-        get { lock.withLock { lostRequests } }
-        set { lock.withLock { lostRequests = newValue } }
-    }
+    @Guarded public var loseCommitRequests = 0
 
     /// Reverse scans send one descending request over the rest of their range, as etcd's own
     /// clients do: the broken variant the reverse-scan cost test must catch.
-    public var unwindowedReverseScans: Bool {
-        get { lock.withLock { unwindowed } }
-        set { lock.withLock { unwindowed = newValue } }
-    }
+    @Guarded public var unwindowedReverseScans = false
+
+    /// Every attempt of a request may take the whole deadline, however many endpoints there
+    /// are: the broken variant the frozen-member failover test must catch.
+    @Guarded public var unslicedAttempts = false
 
     /// The keys etcd read to answer this engine's descending range requests (each request's
     /// range, whatever its limit): the cost of its reverse scans.
-    public var descendingKeysRead: Int64 {
-        get { lock.withLock { descendingKeys } }
-        set { lock.withLock { descendingKeys = newValue } }
-    }
+    @Guarded public var descendingKeysRead: Int64 = 0
 
-    func noteDescendingRead(keys: Int64) { lock.withLock { descendingKeys += keys } }
+    func noteDescendingRead(keys: Int64) { _descendingKeysRead.update { $0 += keys } }
 
-    func takeLostRequest() -> Bool { take(&lostRequests) }
+    func takeLostRequest() -> Bool { Self.take(_loseCommitRequests) }
 
-    func takeLostAnswer() -> Bool { take(&lost) }
+    func takeLostAnswer() -> Bool { Self.take(_loseCommitAnswers) }
 
     /// Uses one of a fault's remaining occurrences, if any.
-    private func take(_ remaining: inout Int) -> Bool {
-        lock.withLock {
-            guard remaining > 0 else { return false }
-            remaining -= 1
+    private static func take(_ remaining: Guarded<Int>) -> Bool {
+        remaining.update { count in
+            guard count > 0 else { return false }
+            count -= 1
             return true
         }
     }
+}
+
+/// A value read and written under a lock (the fault switches are set by tests while engine
+/// threads read them).
+@_spi(Testing) @propertyWrapper
+public final class Guarded<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    public init(wrappedValue: Value) { value = wrappedValue }
+
+    public var wrappedValue: Value {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+
+    /// Reads and changes the value in one locked step.
+    func update<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
 }

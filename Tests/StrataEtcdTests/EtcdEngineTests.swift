@@ -149,6 +149,43 @@ struct EtcdEngineTests {
     }
 }
 
+@Suite("etcd failover")
+struct EtcdFailoverTests {
+    /// Increments once with member 0 (the first endpoint, whose connection the engine holds)
+    /// frozen by SIGSTOP: its kernel still completes connections and takes requests, nothing
+    /// answers. Returns how long the increment took (or the error), member 0 thawed after.
+    private func incrementWithFrozenFirstMember(_ cluster: LocalCluster, unsliced: Bool) throws -> (Duration, Error?) {
+        let engine = try EtcdEngine(prefix: Clusters.prefix("frozen"), options: EngineOptions(timeout: .seconds(20)),
+                                    etcd: Clusters.options(cluster))
+        defer { try? engine.close() }
+        engine.faults.unslicedAttempts = unsliced
+        try increment(engine)
+        let pid = try #require(cluster.pid(0))
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+        let started = ContinuousClock.now
+        do {
+            try increment(engine)
+            #expect(try counter(engine) == 2)
+            return (ContinuousClock.now - started, nil)
+        } catch {
+            return (ContinuousClock.now - started, error)
+        }
+    }
+
+    @Test("a frozen member is failed over after one attempt's share of the timeout; the broken variant waits it all out")
+    func frozenMember() throws {
+        let cluster = try LocalCluster(members: 3)
+        defer { cluster.stop() }
+        // A timeout of 20 s over 3 endpoints: an attempt lasts at most 5 s.
+        let (sliced, failure) = try incrementWithFrozenFirstMember(cluster, unsliced: false)
+        #expect(failure == nil, "\(String(describing: failure))")
+        #expect(sliced < .seconds(12), "failed over after \(sliced)")
+        let (unsliced, brokenFailure) = try incrementWithFrozenFirstMember(cluster, unsliced: true)
+        #expect(brokenFailure != nil || unsliced >= .seconds(19), "the broken variant waited \(unsliced): \(String(describing: brokenFailure))")
+    }
+}
+
 @Suite("etcd out of space")
 struct EtcdSpaceTests {
     @Test("a cluster past its quota refuses writes with diskFull, keeps what it had, and writes again after recoverSpace")
