@@ -251,5 +251,12 @@ struct EtcdAuthenticationTests {
             guard case EngineError.permissionDenied = error else { return false }
             return true
         }
+        // Plain key access gives the same public error (not the client's internal one).
+        #expect {
+            try admin.keys(withPrefix: [1])
+        } throws: { error in
+            guard case EngineError.permissionDenied = error else { return false }
+            return true
+        }
     }
 }

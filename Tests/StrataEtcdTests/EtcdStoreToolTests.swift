@@ -1,6 +1,7 @@
 import Foundation
 import StrataEngine
-import StrataEtcd
+@_spi(Testing) import StrataEtcd
+import StrataEtcdCluster
 import StrataKeyCodec
 import StrataLMDB
 import StrataRecords
@@ -152,6 +153,26 @@ struct EtcdStoreToolTests {
         let unreachable = try runEtcdTool(["stats", "etcd:" + prefix, "--endpoints", "http://127.0.0.1:9", "--timeout", "1"])
         #expect(unreachable.status == 2 && unreachable.output.contains("etcd:\(prefix) at http://127.0.0.1:9: "), "\(unreachable.output)")
         #expect(ContinuousClock.now - started < .seconds(8), "--timeout bounds the wait")
+    }
+
+    @Test("on a cluster with authentication: --user with the password in STRATA_ETCD_PASSWORD; a wrong one exits 2 naming it")
+    func authentication() throws {
+        let cluster = try LocalCluster(members: 1)
+        defer { cluster.stop() }
+        let admin = try EtcdKeySpace(Clusters.options(cluster))
+        try makeStore(Clusters.options(cluster), prefix: "notes", notes: Note.some(3))  // before authentication is on
+        for path in ["/v3/auth/user/add", "/v3/auth/role/add", "/v3/auth/user/grant", "/v3/auth/enable"] {
+            let body = ["/v3/auth/user/add": ["name": "root", "password": "s3cret"], "/v3/auth/role/add": ["name": "root"],
+                        "/v3/auth/user/grant": ["user": "root", "role": "root"]][path] ?? [:]
+            try admin.administer(path, body)
+        }
+        let endpoints = cluster.endpoints.joined(separator: ",")
+        let good = try runEtcdTool(["stats", "etcd:notes", "--endpoints", endpoints, "--user", "root"], environment: ["STRATA_ETCD_PASSWORD": "s3cret"])
+        #expect(good.status == 0 && good.output.contains("keyspace Note: 3 records"), "\(good.output)")
+        let wrong = try runEtcdTool(["stats", "etcd:notes", "--endpoints", endpoints, "--user", "root"], environment: ["STRATA_ETCD_PASSWORD": "guess"])
+        #expect(wrong.status == 2 && wrong.output.contains("etcd:notes at \(endpoints): ") && wrong.output.contains("root"), "\(wrong.output)")
+        let none = try runEtcdTool(["stats", "etcd:notes", "--endpoints", endpoints])
+        #expect(none.status == 2 && none.output.contains("etcd:notes at \(endpoints): "), "\(none.output)")
     }
 
     @Test("a pair over the destination's limits is refused before anything is written")
