@@ -171,6 +171,7 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     /// does not write).
     private func releaseLeftLock() {
         guard let token = unreleased.withLock({ $0 }) else { return }
+        if faults.takeFailedRelease() { return }
         if (try? txn(compare: [Txn.holds(layout.lock, Array(token.utf8))], success: [Txn.delete(layout.lock)],
                      idempotent: true, deadline: .now + .seconds(2), what: "releasing the writer lock")) != nil {
             unreleased.withLock { if $0 == token { $0 = nil } }
@@ -362,6 +363,10 @@ public final class EtcdFaults: @unchecked Sendable {
     /// clients do: the broken variant the reverse-scan cost test must catch.
     @Guarded public var unwindowedReverseScans = false
 
+    /// The next `n` releases of the writer lock (after a rollback, and their retries at lease
+    /// renewals) fail without being sent, as when the cluster cannot be reached.
+    @Guarded public var failLockReleases = 0
+
     /// Every attempt of a request may take the whole deadline, however many endpoints there
     /// are: the broken variant the frozen-member failover test must catch.
     @Guarded public var unslicedAttempts = false
@@ -375,6 +380,8 @@ public final class EtcdFaults: @unchecked Sendable {
     func takeLostRequest() -> Bool { Self.take(_loseCommitRequests) }
 
     func takeLostAnswer() -> Bool { Self.take(_loseCommitAnswers) }
+
+    func takeFailedRelease() -> Bool { Self.take(_failLockReleases) }
 
     /// Uses one of a fault's remaining occurrences, if any.
     private static func take(_ remaining: Guarded<Int>) -> Bool {

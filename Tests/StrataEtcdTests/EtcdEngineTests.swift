@@ -132,6 +132,34 @@ struct EtcdEngineTests {
         #expect(try longer.read { tx in try tx.get([1]) } == [2])
     }
 
+    /// Rolls back a write whose lock release fails `failures` times, then returns whether the
+    /// lock key is there right after and after `wait` (the engine staying open, its lease alive).
+    private func lockAfterFailedRelease(failures: Int, wait: Double) throws -> (after: Bool, later: Bool) {
+        let options = Clusters.options(Clusters.three, leaseTTL: 3)
+        let prefix = Clusters.prefix("release")
+        let engine = try EtcdEngine(prefix: prefix, etcd: options)
+        defer { try? engine.close() }
+        let keys = try EtcdKeySpace(options)
+        let lock = EtcdKeySpace.namespace(ofPrefix: prefix) + [0] + Array("lock".utf8)
+        struct Rollback: Error {}
+        engine.faults.failLockReleases = failures
+        #expect(throws: Rollback.self) { try engine.write { tx in try tx.put([1], forKey: [1]); throw Rollback() } }
+        let after = try keys.get(lock) != nil
+        Thread.sleep(forTimeInterval: wait)
+        return (after, try keys.get(lock) != nil)
+    }
+
+    @Test("a lock whose release failed is released at the next lease renewal, while the engine stays open")
+    func failedReleaseRetried() throws {
+        // Renewals every second (a third of the 3 s TTL); the lease stays alive, so only the retry frees the lock.
+        let (after, later) = try lockAfterFailedRelease(failures: 1, wait: 2.5)
+        #expect(after, "the failed release left the lock")
+        #expect(!later, "released at a renewal")
+        // Broken variant: every retry fails too: the lock stays past the TTL (the live lease keeps it).
+        let (_, stays) = try lockAfterFailedRelease(failures: 1_000, wait: 4)
+        #expect(stays)
+    }
+
     @Test("an unreachable cluster is a typed error after the timeout, not a hang")
     func unreachable() throws {
         let options = EtcdOptions(endpoints: ["http://127.0.0.1:1"])
