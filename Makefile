@@ -5,9 +5,9 @@
 SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
 # The tests also run the etcd engine on local clusters they start (and stop by PID).
 PACKAGES = $(SYSTEM_PACKAGES)
-test conformance bench-etcd: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
+test test-long conformance bench-etcd: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
 
-.PHONY: run test deps conformance bench-long bench-etcd crash clean
+.PHONY: run test test-long deps conformance bench-long bench-etcd crash clean
 
 run: deps
 	swift build -c release --product strata
@@ -28,6 +28,14 @@ test: deps
 	.build/debug/strata crash-test --engine all --kills 20
 	.build/debug/strata prepare-crash-test --engine all --kills 20
 	.build/debug/strata prepare-race-test --engine all --rounds 6
+
+# make test with the full counts: the etcd engine's fault tests with larger loads (STRATA_TEST_LONG=1:
+# 2 processes x 8 tasks x 40 increments, 800 transactions across each member kill, 200 lost commit
+# answers), the differential test at 20,000 operations, and the long crash runs (make crash).
+test-long: test
+	STRATA_TEST_LONG=1 swift test --skip-build --filter "StrataEtcdTests"
+	.build/debug/strata-etcd conformance --members 3 --differential 20000
+	$(MAKE) crash
 
 # Installs the Debian packages that are missing (apt-get update only when something is): as root
 # directly, otherwise through sudo; without sudo it names the packages to install and stops.

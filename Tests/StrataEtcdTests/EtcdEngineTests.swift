@@ -57,19 +57,21 @@ struct EtcdEngineTests {
 
     @Test("a commit whose answer is lost is resolved by its token: applied exactly once")
     func lostAnswerAppliesOnce() throws {
-        #expect(try incrementsWithLostAnswers(rounds: 20, skipTokenCheck: false) == 20)
+        let rounds = TestScale.count(20, full: 200)
+        #expect(try incrementsWithLostAnswers(rounds: rounds, skipTokenCheck: false) == rounds)
     }
 
     @Test("a commit whose request is lost before it reaches the cluster is found not applied (the lock still ours) and sent again: once")
     func lostRequestIsSentAgain() throws {
         let engine = try EtcdEngine(prefix: Clusters.prefix("lost-request"), etcd: Clusters.options(Clusters.three))
         defer { try? engine.close() }
-        for _ in 0..<10 {
+        let rounds = TestScale.count(10, full: 100)
+        for _ in 0..<rounds {
             engine.faults.loseCommitRequests = 1
             try increment(engine)
             #expect(engine.faults.loseCommitRequests == 0, "the fault was used")
         }
-        #expect(try counter(engine) == 10)
+        #expect(try counter(engine) == UInt64(rounds))
     }
 
     @Test("broken variant: without the commit-token check, lost answers are reported as not applied and retried twice")

@@ -10,6 +10,14 @@ let etcdTool: String = {
     return bundle.deletingLastPathComponent().appendingPathComponent("strata-etcd").path
 }()
 
+/// The fault tests' loads: reduced in `make test`, full in `make test-long` (STRATA_TEST_LONG=1).
+enum TestScale {
+    static let long = ProcessInfo.processInfo.environment["STRATA_TEST_LONG"] == "1"
+
+    /// `short` in `make test`, `full` in `make test-long`.
+    static func count(_ short: Int, full: Int) -> Int { long ? full : short }
+}
+
 /// A `strata-etcd load` process: its output lines, collected as they come.
 final class LoadProcess: @unchecked Sendable {
     let process = Process()
@@ -68,9 +76,9 @@ struct EtcdFaultTests {
         let prefix = Clusters.prefix("counter")
         let engine = try EtcdEngine(prefix: prefix, etcd: options)
         defer { try? engine.close() }
-        let m = 6
+        let m = TestScale.count(6, full: 40)
         let loads = try ["a", "b"].map { try LoadProcess(options, prefix: prefix, name: $0, tasks: 8, transactions: m) }
-        for load in loads { #expect(load.finish(within: 240) == 0, "\(load.lines.suffix(5))") }
+        for load in loads { #expect(load.finish(within: TestScale.long ? 1_200 : 240) == 0, "\(load.lines.suffix(5))") }
         try checkLoad(engine, acknowledged: loads.flatMap(\.acknowledged), expectedTotal: 16 * m)
     }
 
@@ -83,23 +91,25 @@ struct EtcdFaultTests {
         let prefix = Clusters.prefix("kill")
         let engine = try EtcdEngine(prefix: prefix, options: EngineOptions(timeout: .seconds(30)), etcd: options)
         defer { try? engine.close() }
-        let loads = try ["a", "b"].map { try LoadProcess(options, prefix: prefix, name: $0, tasks: 4, transactions: 15) }
+        let perTask = TestScale.count(15, full: 100)
+        let total = 2 * 4 * perTask
+        let loads = try ["a", "b"].map { try LoadProcess(options, prefix: prefix, name: $0, tasks: 4, transactions: perTask) }
         // Once some transactions are acknowledged, kill the member.
         let started = Date()
         while loads.map(\.acknowledged.count).reduce(0, +) < 10 && Date().timeIntervalSince(started) < 60 { usleep(20_000) }
         let victim = pick(cluster, try leader(of: cluster))
         cluster.kill(victim)
         let afterKill = loads.map(\.acknowledged.count).reduce(0, +)
-        #expect(afterKill < 2 * 4 * 15, "the kill came while the load ran")
-        for load in loads { #expect(load.finish(within: 240) == 0, "\(load.lines.suffix(5))") }
+        #expect(afterKill < total, "the kill came while the load ran")
+        for load in loads { #expect(load.finish(within: TestScale.long ? 1_200 : 240) == 0, "\(load.lines.suffix(5))") }
         let acknowledged = loads.flatMap(\.acknowledged)
-        #expect(acknowledged.count == 2 * 4 * 15, "writes resumed after the kill (\(afterKill) before it)")
-        try checkLoad(engine, acknowledged: acknowledged, expectedTotal: 2 * 4 * 15)
+        #expect(acknowledged.count == total, "writes resumed after the kill (\(afterKill) before it)")
+        try checkLoad(engine, acknowledged: acknowledged, expectedTotal: total)
         // The member comes back and catches up: a read served by it alone sees the last commit.
         try cluster.restart(victim)
         let alone = try EtcdEngine(prefix: prefix, options: EngineOptions(mode: .openExisting), etcd: EtcdOptions(endpoints: [cluster.members[victim].clientURL]))
         defer { try? alone.close() }
-        try checkLoad(alone, acknowledged: acknowledged, expectedTotal: 2 * 4 * 15)
+        try checkLoad(alone, acknowledged: acknowledged, expectedTotal: total)
     }
 
     @Test("kill -9 of the leader during a two-process load: every acknowledged transaction once, none partial, writes resume, the member catches up")
