@@ -31,6 +31,11 @@ private struct Note: Record {
     ]
 }
 
+/// `text` as one word of a POSIX shell command (the clone may sit in a path with spaces).
+private func quoted(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}
+
 /// Whether `text` holds a control character other than a line feed (a terminal escape, a carriage return).
 private func hasControlCharacters(_ text: String) -> Bool {
     text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || $0.value == 0x7F }
@@ -131,7 +136,7 @@ struct StoreToolTests {
         let script = try #require(which("script"), "script (util-linux) gives the tool a terminal")
         for (command, label) in [("stats", "stats"), ("dump", "dump")] {
             // `script` runs the tool on a pseudo-terminal; its standard output goes to a file.
-            let shell = "\(strataTool) \(command) '\(path)' > '\(dir.path)/\(command).out'"
+            let shell = "\(quoted(strataTool)) \(command) \(quoted(path)) > \(quoted(dir.path + "/" + command + ".out"))"
             let terminal = try runProgram(script, ["-qec", shell, "/dev/null"])
             #expect(terminal.status == 0, "\(terminal.output)")
             #expect(terminal.output.contains("\r\(label) \(path): ") && terminal.output.contains(" pairs (100%)")
@@ -144,7 +149,7 @@ struct StoreToolTests {
             #expect(!piped.output.contains("pairs/s"), "no progress in a pipe: \(piped.output)")
         }
         // dump on a terminal prints records there: no progress line among them.
-        let onTerminal = try runProgram(script, ["-qec", "\(strataTool) dump '\(path)'", "/dev/null"])
+        let onTerminal = try runProgram(script, ["-qec", "\(quoted(strataTool)) dump \(quoted(path))", "/dev/null"])
         #expect(onTerminal.output.contains(#""keyspace":"Note""#) && !onTerminal.output.contains("pairs/s"), "\(onTerminal.output)")
     }
 

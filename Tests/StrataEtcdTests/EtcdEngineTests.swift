@@ -205,13 +205,18 @@ struct EtcdFailoverTests {
 
     @Test("a frozen member is failed over after one attempt's share of the timeout; the broken variant waits it all out")
     func frozenMember() throws {
-        let cluster = try LocalCluster(members: 3)
-        defer { cluster.stop() }
+        // Each run on a cluster of its own: a member thawed after a run may answer the next
+        // engine's first requests with errors, moving it to another endpoint before the freeze.
+        func run(unsliced: Bool) throws -> (Duration, Error?) {
+            let cluster = try LocalCluster(members: 3)
+            defer { cluster.stop() }
+            return try incrementWithFrozenFirstMember(cluster, unsliced: unsliced)
+        }
         // A timeout of 20 s over 3 endpoints: an attempt lasts at most 5 s.
-        let (sliced, failure) = try incrementWithFrozenFirstMember(cluster, unsliced: false)
+        let (sliced, failure) = try run(unsliced: false)
         #expect(failure == nil, "\(String(describing: failure))")
-        #expect(sliced < .seconds(12), "failed over after \(sliced)")
-        let (unsliced, brokenFailure) = try incrementWithFrozenFirstMember(cluster, unsliced: true)
+        #expect(sliced >= .seconds(4) && sliced < .seconds(12), "the frozen member held one attempt, then failed over: \(sliced)")
+        let (unsliced, brokenFailure) = try run(unsliced: true)
         #expect(brokenFailure != nil || unsliced >= .seconds(19), "the broken variant waited \(unsliced): \(String(describing: brokenFailure))")
     }
 }
