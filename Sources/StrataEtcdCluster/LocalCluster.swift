@@ -40,18 +40,33 @@ public final class LocalCluster: @unchecked Sendable {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("strata-etcd-\(UUID().uuidString)").path
         self.root = root
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let ports = try freePorts(2 * count)
-        members = (0..<count).map { i in
-            Member(name: "m\(i)", clientPort: ports[2 * i], peerPort: ports[2 * i + 1], dataDirectory: "\(root)/m\(i)")
+        func pickMembers() throws -> [Member] {
+            let ports = try freePorts(2 * count)
+            return (0..<count).map { i in
+                Member(name: "m\(i)", clientPort: ports[2 * i], peerPort: ports[2 * i + 1], dataDirectory: "\(root)/m\(i)")
+            }
         }
+        members = try pickMembers()
         pids = Array(repeating: nil, count: count)
         LocalCluster.register(self)
-        do {
-            for i in members.indices { try start(i, state: "new") }
-            for i in members.indices { try waitUntilServing(i) }
-        } catch {
-            stop()
-            throw error
+        // A free port is only free until something binds it: another program (or another
+        // cluster of this process) may take one between the pick and etcd's bind. Then the
+        // members start again on new ports.
+        var attempt = 1
+        while true {
+            do {
+                for i in members.indices { try start(i, state: "new") }
+                for i in members.indices { try waitUntilServing(i) }
+                return
+            } catch let error as ClusterError where error.description.contains("address already in use") && attempt < 5 {
+                stopMembers()
+                for member in members { try? FileManager.default.removeItem(atPath: member.dataDirectory) }
+                members = try pickMembers()
+                attempt += 1
+            } catch {
+                stop()
+                throw error
+            }
         }
     }
 
@@ -77,6 +92,13 @@ public final class LocalCluster: @unchecked Sendable {
 
     /// Stops every member (SIGTERM, then SIGKILL after two seconds) and removes the data.
     public func stop() {
+        stopMembers()
+        LocalCluster.unregister(self)
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// Stops every running member: SIGTERM, then SIGKILL after two seconds.
+    private func stopMembers() {
         for i in pids.indices {
             guard let pid = pids[i] else { continue }
             Glibc.kill(pid, SIGTERM)
@@ -93,8 +115,6 @@ public final class LocalCluster: @unchecked Sendable {
             }
             pids[i] = nil
         }
-        LocalCluster.unregister(self)
-        try? FileManager.default.removeItem(atPath: root)
     }
 
     // MARK: Members
