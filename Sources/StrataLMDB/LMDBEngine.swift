@@ -27,6 +27,13 @@ public struct LMDBOptions: Sendable, Hashable {
 ///
 /// A writer waits for another process's write transaction for as long as it runs: LMDB's writer
 /// lock cannot be waited on with a bound, so ``EngineOptions/timeout`` does not apply to it.
+///
+/// Other programs' environments open when their main database is a plain bytewise map. A main
+/// database made with flags (`MDB_DUPSORT`, `MDB_REVERSEKEY`, …) and an environment with named
+/// sub-databases are ``EngineError/notAStore(path:reason:)``: at open, or for sub-databases
+/// between ordinary keys, at the read or write that reaches one. A truncated `data.mdb` is
+/// ``EngineError/corrupt(path:detail:)`` at open, or, when only the overflow pages of large
+/// values were cut, at the read of such a value (never SIGBUS).
 public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
     public static let declaration = EngineDeclaration(
         name: "lmdb", capabilities: [.persistent, .multiProcess],
@@ -75,6 +82,11 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     /// map any more, so every later transaction fails with this error (close still works).
     private var unusable: EngineError?
     private(set) var dbi: MDB_dbi = 0
+    /// Checks of values against the end of a short data file; set at open.
+    private(set) var bounds: LMDBFileBounds!
+    /// The largest node a leaf page holds inline (LMDB's `me_nodemax`): a named sub-database's
+    /// record is always inline, which is what lets ``refuseSubDatabase(_:key:)`` read its node.
+    private var nodeMax = 0
 
     init(path: String, context: StorageContext, lmdb: LMDBOptions) throws {
         self.path = path
@@ -108,6 +120,8 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         // Free the reader slots of processes that died inside a read transaction (kill -9).
         var stale: Int32 = 0
         if options.mode != .readOnly { try check(mdb_reader_check(env, &stale), "clearing stale readers", path: path) }
+        bounds = try LMDBFileBounds(env: env!, storePath: path)
+        try bounds.checkFreeList(env!)
         // The unnamed main database; opening it needs a transaction.
         var txn: OpaquePointer?
         let readOnly = options.mode == .readOnly
@@ -125,7 +139,54 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
             mdb_txn_abort(txn)
             throw .notAStore(path: path, reason: "data.mdb's main database was made with \(flag.name) (keys not in bytewise order, or several values per key)")
         }
+        var stat = MDB_stat()
+        mdb_env_stat(env, &stat)
+        nodeMax = (Int(stat.ms_psize) - 16) / 2 & ~1
+        do {
+            try refuseSubDatabasesAtTheEnds(txn!)
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
         try check(readOnly ? { mdb_txn_abort(txn); return MDB_SUCCESS }() : mdb_txn_commit(txn), "committing the open transaction", path: path)
+    }
+
+    // MARK: Named sub-databases
+
+    /// The size of a named sub-database's record in the main database (`MDB_db`, 64-bit).
+    static let subDatabaseRecordSize = 48
+    private static let subDatabaseFlag: UInt16 = 0x02  // F_SUBDATA, a node flag
+
+    /// An environment of a program using named databases usually keeps nothing else in its main
+    /// database: its first or last key names a sub-database, and the store is refused at open.
+    /// Sub-databases between other keys are refused when a read or write reaches them.
+    private func refuseSubDatabasesAtTheEnds(_ txn: OpaquePointer) throws(EngineError) {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(txn, dbi, &cursor), "opening a cursor", path: path)
+        defer { mdb_cursor_close(cursor) }
+        for op in [MDB_FIRST, MDB_LAST] {
+            var k = MDB_val(), v = MDB_val()
+            let rc = mdb_cursor_get(cursor, &k, &v, op)
+            if rc == MDB_NOTFOUND { return }
+            try check(rc, "reading the main database", path: path)
+            if v.mv_size == Self.subDatabaseRecordSize { try refuseSubDatabase(v, key: k.buffer) }
+        }
+    }
+
+    /// Throws when `value` (read under `key`) is a named sub-database's record, told by its
+    /// node's `F_SUBDATA` flag: LMDB lays a leaf node out as size (4 bytes), flags (2), key
+    /// size (2), key, value, so the flags sit `key.count + 4` bytes before an inline value.
+    func refuseSubDatabase(_ value: MDB_val, key: UnsafeRawBufferPointer) throws(EngineError) {
+        guard 8 + key.count + value.mv_size <= nodeMax else { return }  // stored in overflow pages: not a record
+        let flags = (value.mv_data - key.count - 4).loadUnaligned(as: UInt16.self)
+        if flags & Self.subDatabaseFlag != 0 { throw subDatabaseRefusal(name: key) }
+    }
+
+    func subDatabaseRefusal(name: UnsafeRawBufferPointer) -> EngineError {
+        let text = String(decoding: name, as: UTF8.self)
+        let shown = text.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0.properties.numericType != nil || "-_.:/ ".unicodeScalars.contains($0) }
+            ? "\"\(text)\"" : "0x" + name.map { String(format: "%02x", $0) }.joined()
+        return .notAStore(path: path, reason: "data.mdb holds named sub-databases (\(shown) is one): the environment of a program using LMDB's named databases; Strata stores use the main database only")
     }
 
     /// Main-database flags of other programs' environments that Strata cannot keep its contract
@@ -216,6 +277,10 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         if rc != MDB_SUCCESS {
             let error = lmdbError(rc, operation, path: path)
             unusable = .engineFailure(engine: "LMDB", code: Int(rc), message: "the map could not be remapped; close and reopen the store (\(error))", operation: operation)
+            throw error
+        }
+        do { try bounds.remapped(env: env!) } catch {
+            unusable = error
             throw error
         }
     }

@@ -24,7 +24,16 @@ final class LMDBTransaction: StorageWriteTransaction {
         let rc = mdb_get(txn, storage.dbi, &k, &v)
         if rc == MDB_NOTFOUND { return try body(nil) }
         try check(rc, "reading a key", path: storage.path)
-        return try body(v.buffer)
+        return try body(lend(v, key: key))
+    }
+
+    /// A value LMDB returned, once it is known to be one: not a named sub-database's record,
+    /// and inside the file (see ``LMDBFileBounds``).
+    @inline(__always)
+    private func lend(_ value: MDB_val, key: UnsafeRawBufferPointer) throws(EngineError) -> UnsafeRawBufferPointer {
+        if _slowPath(value.mv_size == LMDBStorage.subDatabaseRecordSize) { try storage.refuseSubDatabase(value, key: key) }
+        try storage.bounds.requireInFile(value)
+        return value.buffer
     }
 
     func scan(
@@ -37,7 +46,7 @@ final class LMDBTransaction: StorageWriteTransaction {
         var remaining = limit ?? .max
         while rc == MDB_SUCCESS {
             if reverse ? !range.isAtOrAboveLower(k.buffer) : !range.isAtOrBelowUpper(k.buffer) { return }
-            guard try visit(k.buffer, v.buffer) else { return }
+            guard try visit(k.buffer, lend(v, key: k.buffer)) else { return }
             remaining -= 1
             if remaining == 0 { return }
             rc = mdb_cursor_get(cursor, &k, &v, reverse ? MDB_PREV : MDB_NEXT)
@@ -99,27 +108,57 @@ final class LMDBTransaction: StorageWriteTransaction {
     /// Applies one write; when the map is full, grows it and replays the whole log (which
     /// already holds this write) into a new transaction. Returns the number of keys removed.
     private func run(_ entry: WriteLog.Entry) throws(EngineError) -> Int {
-        let (rc, removed) = apply(entry)
+        let (rc, removed) = try apply(entry)
         if rc == MDB_MAP_FULL { return try growAndReplay() }
-        if rc != MDB_SUCCESS { try fail(lmdbError(rc, "writing", path: storage.path)) }
+        if rc != MDB_SUCCESS { try fail(writeError(rc, entry)) }
         return removed
     }
 
-    private func apply(_ entry: WriteLog.Entry) -> (rc: Int32, removed: Int) {
+    private func writeError(_ rc: Int32, _ entry: WriteLog.Entry) -> EngineError {
+        // The main database's flags were checked at open: LMDB refuses a plain write only to a
+        // named sub-database's record.
+        switch entry {
+        case let .put(key, _) where rc == MDB_INCOMPATIBLE, let .delete(key) where rc == MDB_INCOMPATIBLE:
+            return storage.subDatabaseRefusal(name: key)
+        default:
+            return lmdbError(rc, "writing", path: storage.path)
+        }
+    }
+
+    private func apply(_ entry: WriteLog.Entry) throws(EngineError) -> (rc: Int32, removed: Int) {
         switch entry {
         case let .put(key, value):
+            try checkReplaced(key)
             var k = MDB_val(key), v = MDB_val(value)
             return (mdb_put(txn, storage.dbi, &k, &v, 0), 0)
         case let .delete(key):
+            try checkReplaced(key)
             var k = MDB_val(key)
             let rc = mdb_del(txn, storage.dbi, &k, nil)
             return (rc == MDB_NOTFOUND ? MDB_SUCCESS : rc, 0)
         case let .clear(range):
-            return clearNow(range)
+            return try clearNow(range)
         }
     }
 
-    private func clearNow(_ range: ResolvedRange) -> (rc: Int32, removed: Int) {
+    /// Before LMDB replaces or deletes the value under `key` in a short file (``LMDBFileBounds``;
+    /// a lookup): LMDB reads the header of a large value's first overflow page, which holds the
+    /// value's first byte, so that byte must be inside the file. The rest of a cut value may be
+    /// missing: replacing or deleting it is how a user repairs the store.
+    @inline(__always)
+    private func checkReplaced(_ key: UnsafeRawBufferPointer) throws(EngineError) {
+        guard _slowPath(storage.bounds.active) else { return }
+        var k = MDB_val(key), v = MDB_val()
+        guard mdb_get(txn, storage.dbi, &k, &v) == MDB_SUCCESS else { return }
+        try checkFirstPage(v)
+    }
+
+    @inline(__always)
+    private func checkFirstPage(_ value: MDB_val) throws(EngineError) {
+        do { try storage.bounds.requireInFile(MDB_val(mv_size: min(value.mv_size, 1), mv_data: value.mv_data)) } catch { try fail(error) }
+    }
+
+    private func clearNow(_ range: ResolvedRange) throws(EngineError) -> (rc: Int32, removed: Int) {
         var cursor: OpaquePointer?
         var rc = mdb_cursor_open(txn, storage.dbi, &cursor)
         guard rc == MDB_SUCCESS else { return (rc, 0) }
@@ -128,7 +167,9 @@ final class LMDBTransaction: StorageWriteTransaction {
         var removed = 0
         rc = seekFirst(cursor!, range, &k, &v)
         while rc == MDB_SUCCESS && range.isAtOrBelowUpper(k.buffer) {
+            try checkFirstPage(v)
             rc = mdb_cursor_del(cursor, 0)
+            if rc == MDB_INCOMPATIBLE { try fail(storage.subDatabaseRefusal(name: k.buffer)) }
             guard rc == MDB_SUCCESS else { return (rc, removed) }
             removed += 1
             // After a delete the cursor rests on the following key, and MDB_NEXT returns that
@@ -158,9 +199,12 @@ final class LMDBTransaction: StorageWriteTransaction {
                 try fail(.mustRetry(reason: "another process committed while the LMDB map was being grown"))
             }
             var last: (rc: Int32, removed: Int) = (MDB_SUCCESS, 0)
+            var thrown: EngineError?
             log.replay { entry in
-                if last.rc == MDB_SUCCESS { last = apply(entry) }
+                guard last.rc == MDB_SUCCESS, thrown == nil else { return }
+                do throws(EngineError) { last = try apply(entry) } catch { thrown = error }
             }
+            if let thrown { try fail(thrown) }
             if last.rc == MDB_SUCCESS { return last.removed }
             if last.rc != MDB_MAP_FULL { try fail(lmdbError(last.rc, "replaying writes after growing the map", path: storage.path)) }
         }

@@ -197,8 +197,10 @@ struct LMDBFileTests {
             let size = try FileManager.default.attributesOfItem(atPath: file)[.size] as! UInt64
             if size < (last + 1) * pageSize { sawShortFile = true }
             let reopened = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
-            let count = try reopened.read { tx in try tx.keys().count }
-            #expect(count == expected.count)
+            // Every value reads: a short but healthy file passes the checks of values against
+            // the file's end (LMDBFileBounds), which are on in a short file.
+            let sizes = try reopened.read { tx in try tx.pairs().map(\.value.count) }
+            #expect(sizes.sorted() == expected.values.sorted())
             try reopened.close()
         }
         #expect(sawShortFile, "the scenario (file shorter than (last_pg + 1) pages) never occurred")
@@ -223,5 +225,221 @@ struct LMDBFileTests {
             return false
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)
+    }
+}
+
+@Suite("LMDB named sub-databases")
+struct LMDBSubDatabaseTests {
+    /// Writes an environment through LMDB's C API, as a program using named databases does:
+    /// `main` pairs in the main database, then a sub-database per name in `subDatabases`.
+    static func makeEnvironment(at path: String, main: [(String, [UInt8])], subDatabases: [String]) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        var env: OpaquePointer?
+        #expect(mdb_env_create(&env) == 0)
+        defer { mdb_env_close(env) }
+        #expect(mdb_env_set_maxdbs(env, 8) == 0)
+        #expect(mdb_env_open(env, path, 0, 0o644) == 0)
+        var txn: OpaquePointer?
+        #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
+        var mainDBI: MDB_dbi = 0
+        #expect(mdb_dbi_open(txn, nil, 0, &mainDBI) == 0)
+        func put(_ dbi: MDB_dbi, _ key: String, _ value: [UInt8]) {
+            var key = Array(key.utf8), value = value
+            key.withUnsafeMutableBytes { k in
+                value.withUnsafeMutableBytes { v in
+                    var mk = MDB_val(mv_size: k.count, mv_data: k.baseAddress), mv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+                    #expect(mdb_put(txn, dbi, &mk, &mv, 0) == 0)
+                }
+            }
+        }
+        for (key, value) in main { put(mainDBI, key, value) }
+        for name in subDatabases {
+            var dbi: MDB_dbi = 0
+            #expect(mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi) == 0)
+            put(dbi, "inside \(name)", [1, 2, 3])
+        }
+        #expect(mdb_txn_commit(txn) == 0)
+    }
+
+    static func refusal(_ path: String, _ name: String) -> EngineError {
+        .notAStore(path: path, reason: "data.mdb holds named sub-databases (\"\(name)\" is one): the environment of a program using LMDB's named databases; Strata stores use the main database only")
+    }
+
+    @Test("an environment holding only named sub-databases is refused at open, in every mode, files untouched")
+    func onlySubDatabases() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        try Self.makeEnvironment(at: dir.path, main: [], subDatabases: ["notes", "users"])
+        let before = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/data.mdb"))
+        for mode in [OpenMode.openExisting, .readOnly, .create] {
+            #expect(throws: Self.refusal(dir.path, "notes")) { try LMDBEngine(path: dir.path, options: EngineOptions(mode: mode)) }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/data.mdb")) == before)
+    }
+
+    @Test("a sub-database between ordinary keys is refused at the read or write that reaches it; nothing is written")
+    func subDatabaseBetweenKeys() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        // A 48-byte ordinary value (the size of a sub-database's record) must read as a value.
+        let plain48 = [UInt8](repeating: 0x30, count: 48)
+        try Self.makeEnvironment(at: dir.path, main: [("a", [1]), ("b", plain48), ("z", [26])], subDatabases: ["m"])
+        let store = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        let refusal = Self.refusal(dir.path, "m")
+        try store.read { (tx: any KeyValueReader) throws in
+            #expect(try tx.get(Array("a".utf8)) == [1])
+            #expect(try tx.get(Array("b".utf8)) == plain48)
+            #expect(try tx.get(Array("z".utf8)) == [26])
+            #expect(throws: refusal) { try tx.get(Array("m".utf8)) }
+            #expect(throws: refusal) { try tx.keys() }
+            #expect(try tx.keys(.halfOpen(Array("a".utf8), Array("c".utf8))) == [Array("a".utf8), Array("b".utf8)])
+        }
+        #expect(throws: refusal) { try store.write { (tx: any KeyValueWriter) throws in try tx.put([9], forKey: Array("m".utf8)) } }
+        #expect(throws: refusal) { try store.write { (tx: any KeyValueWriter) throws in try tx.delete(Array("m".utf8)) } }
+        #expect(throws: refusal) { try store.write { (tx: any KeyValueWriter) throws in try tx.put([9], forKey: Array("c".utf8)); _ = try tx.clear(.halfOpen(Array("c".utf8), Array("y".utf8))) } }
+        // Ordinary writes around it still work.
+        try store.write { (tx: any KeyValueWriter) throws in try tx.put([2], forKey: Array("a".utf8)) }
+        try store.close()
+        // Nothing of the refused transactions was written, and the sub-database is whole.
+        var env: OpaquePointer?
+        #expect(mdb_env_create(&env) == 0)
+        defer { mdb_env_close(env) }
+        #expect(mdb_env_set_maxdbs(env, 8) == 0)
+        #expect(mdb_env_open(env, dir.path, UInt32(MDB_RDONLY), 0o644) == 0)
+        var txn: OpaquePointer?
+        #expect(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0)
+        defer { mdb_txn_abort(txn) }
+        var dbi: MDB_dbi = 0
+        #expect(mdb_dbi_open(txn, "m", 0, &dbi) == 0)
+        var stat = MDB_stat()
+        #expect(mdb_stat(txn, dbi, &stat) == 0)
+        #expect(stat.ms_entries == 1)
+        var main: MDB_dbi = 0
+        #expect(mdb_dbi_open(txn, nil, 0, &main) == 0)
+        #expect(mdb_stat(txn, main, &stat) == 0)
+        #expect(stat.ms_entries == 4, "a, b, m and z; c was never committed")
+    }
+}
+
+@Suite("LMDB values in a truncated file")
+struct LMDBTruncatedValueTests {
+    static func key(_ i: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(i).bigEndian) { Array($0) } }
+    static let bigKey = key(1_000_000)
+    static let bigValue = [UInt8](repeating: 0xB2, count: 200_000)
+    /// The pages of the big value's overflow run: a 16-byte header, then the value.
+    static let bigPages: UInt64 = (16 + 200_000 + 4_095) / 4_096
+
+    /// Where the file is cut: inside the big value (its first overflow page, whose header LMDB
+    /// reads to free the run, is kept) or at the start of its run (that page is gone too).
+    enum Cut { case insideValue, atValueStart }
+
+    /// A store whose last pages are the overflow pages of one 200 KB value, written last in the
+    /// one transaction that made the store (so its pages are allocated last), then cut. Returns
+    /// the size of the cut file.
+    static func makeTruncatedStore(_ path: String, cut: Cut) throws -> UInt64 {
+        let store = try LMDBEngine(path: path)
+        try store.write { (tx: any KeyValueWriter) throws in
+            for i in 0..<2_000 { try tx.put([UInt8](repeating: 7, count: 100), forKey: key(i)) }
+            try tx.put([UInt8](repeating: 0xB1, count: 20_000), forKey: key(10))  // overflow pages, kept whole
+            try tx.put(bigValue, forKey: bigKey)
+        }
+        try store.close()
+        let file = path + "/data.mdb"
+        let size = try FileManager.default.attributesOfItem(atPath: file)[.size] as! UInt64
+        let cutSize = size - (cut == .insideValue ? 100 * 1024 : bigPages * 4_096)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+        try handle.truncate(atOffset: cutSize)
+        try handle.close()
+        return cutSize
+    }
+
+    static func isTruncationError(_ error: any Error, fileSize: UInt64) -> Bool {
+        guard case let EngineError.corrupt(_, detail) = error else { return false }
+        return detail.contains("reaches past the file's end (\(fileSize) bytes): the file was truncated")
+    }
+
+    static let writes: [@Sendable (any KeyValueWriter) throws -> Void] = [
+        { try $0.put([1], forKey: bigKey) },
+        { try $0.delete(bigKey) },
+        { _ = try $0.clear(KeyRange(lower: .inclusive(key(1_999)))) },
+    ]
+
+    @Test("reading a value whose overflow pages were cut off is a typed error, not SIGBUS; the rest reads; files untouched",
+          arguments: [Cut.insideValue, .atValueStart])
+    func readingIt(cut: Cut) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let size = try Self.makeTruncatedStore(dir.path, cut: cut)
+        let before = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/data.mdb"))
+        for mode in [OpenMode.readOnly, .openExisting] {
+            let store = try LMDBEngine(path: dir.path, options: EngineOptions(mode: mode))
+            try store.read { (tx: any KeyValueReader) throws in
+                #expect(try tx.get(Self.key(5)) == [UInt8](repeating: 7, count: 100))
+                #expect(try tx.get(Self.key(10)) == [UInt8](repeating: 0xB1, count: 20_000))
+                #expect { try tx.get(Self.bigKey) } throws: { Self.isTruncationError($0, fileSize: size) }
+                #expect { try tx.keys() } throws: { Self.isTruncationError($0, fileSize: size) }
+                #expect(try tx.keys(.halfOpen(Self.key(0), Self.key(2_000))).count == 2_000)
+            }
+            try store.close()
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/data.mdb")) == before)
+    }
+
+    @Test("with the value's first page cut off, replacing, deleting or clearing it is a typed error before LMDB reads that page")
+    func writingItsMissingPage() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let size = try Self.makeTruncatedStore(dir.path, cut: .atValueStart)
+        let store = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        for write in Self.writes {
+            #expect { try store.write { (tx: any KeyValueWriter) throws in try write(tx) } } throws: { Self.isTruncationError($0, fileSize: size) }
+        }
+        try store.write { (tx: any KeyValueWriter) throws in try tx.put([3], forKey: Self.key(3)) }
+        try store.read { (tx: any KeyValueReader) throws in
+            #expect(try tx.get(Self.key(3)) == [3])
+            #expect(try tx.get(Self.key(1_999)) == [UInt8](repeating: 7, count: 100))
+        }
+        try store.close()
+    }
+
+    @Test("with its first page kept, the cut value can be replaced or deleted: the store is whole again", arguments: [0, 1, 2])
+    func repairingIt(write: Int) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        _ = try Self.makeTruncatedStore(dir.path, cut: .insideValue)
+        let store = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        try store.write { (tx: any KeyValueWriter) throws in try Self.writes[write](tx) }
+        // Pages allocated from now on may be the freed ones past the end: writing them extends the file.
+        try store.write { (tx: any KeyValueWriter) throws in
+            for i in 5_000..<5_020 { try tx.put([UInt8](repeating: 9, count: 30_000), forKey: Self.key(i)) }
+        }
+        try store.close()
+        let reopened = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        try reopened.read { (tx: any KeyValueReader) throws in
+            let pairs = try tx.pairs()
+            #expect(pairs.count == (write == 2 ? 1_999 : write == 1 ? 2_000 : 2_001) + 20)
+            #expect(try tx.get(Self.bigKey) == (write == 0 ? [1] : nil))
+            #expect(try tx.get(Self.key(5_019)) == [UInt8](repeating: 9, count: 30_000))
+        }
+        try reopened.close()
+    }
+
+    @Test("the same store, not cut, reads and rewrites every value")
+    func wholeFile() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LMDBEngine(path: dir.path)
+        try store.write { (tx: any KeyValueWriter) throws in
+            for i in 0..<2_000 { try tx.put([UInt8](repeating: 7, count: 100), forKey: Self.key(i)) }
+            try tx.put(Self.bigValue, forKey: Self.bigKey)
+        }
+        try store.close()
+        let reopened = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        try reopened.read { (tx: any KeyValueReader) throws in
+            #expect(try tx.get(Self.bigKey) == Self.bigValue)
+            #expect(try tx.pairs().count == 2_001)
+        }
+        try reopened.write { (tx: any KeyValueWriter) throws in try tx.delete(Self.bigKey) }
+        try reopened.close()
     }
 }
