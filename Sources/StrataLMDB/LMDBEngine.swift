@@ -83,7 +83,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     private var unusable: EngineError?
     private(set) var dbi: MDB_dbi = 0
     /// Checks of values against the end of a short data file; set at open.
-    private(set) var bounds: LMDBFileBounds!
+    private(set) var bounds = LMDBFileBounds.none
     /// The largest node a leaf page holds inline (LMDB's `me_nodemax`): a named sub-database's
     /// record is always inline, which is what lets ``refuseSubDatabase(_:key:)`` read its node.
     private var nodeMax = 0

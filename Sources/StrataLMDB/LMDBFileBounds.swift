@@ -49,6 +49,18 @@ final class LMDBFileBounds: Sendable {
         if active { try locateMap(mapSize: info.me_mapsize) }
     }
 
+    /// No checks: what a storage holds until its environment is open.
+    static let none = LMDBFileBounds()
+
+    private init() {
+        active = false
+        fileEnd = Atomic(UInt.max)
+        mapStart = Atomic(0)
+        mapEnd = Atomic(0)
+        file = ""
+        storePath = ""
+    }
+
     /// Throws unless `value` ends inside the file, when it points into the map.
     @inline(__always)
     func requireInFile(_ value: MDB_val) throws(EngineError) {
