@@ -7,7 +7,10 @@ SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
 PACKAGES = $(SYSTEM_PACKAGES)
 test test-long conformance bench-etcd: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
 
-.PHONY: run test test-long deps conformance bench-long bench-etcd crash clean
+# The C compiler for the LD_PRELOAD shims: the system's, or the toolchain's clang.
+SHIM_CC := $(shell command -v cc || command -v clang)
+
+.PHONY: run test test-long deps conformance bench-long bench-etcd crash powerloss clean
 
 run: deps
 	swift build -c release --product strata
@@ -26,6 +29,9 @@ test: deps
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
 	.build/debug/strata crash-test --engine all --kills 20
+	$(SHIM_CC) -shared -fPIC -O2 -o .build/powerloss.so Tests/Shims/powerloss.c -ldl -lpthread
+	.build/debug/strata power-loss-test --engine all --losses 20 --shim .build/powerloss.so
+	.build/debug/strata power-loss-test --engine all --losses 20 --durability relaxed --shim .build/powerloss.so
 	.build/debug/strata prepare-crash-test --engine all --kills 20
 	.build/debug/strata prepare-race-test --engine all --rounds 6
 
@@ -36,6 +42,7 @@ test-long: test
 	STRATA_TEST_LONG=1 swift test --skip-build --filter "StrataEtcdTests"
 	.build/debug/strata-etcd conformance --members 3 --differential 20000
 	$(MAKE) crash
+	$(MAKE) powerloss
 
 # Installs the Debian packages that are missing (apt-get update only when something is): as root
 # directly, otherwise through sudo; without sudo it names the packages to install and stops.
@@ -82,6 +89,14 @@ crash: deps
 	.build/release/strata crash-test --engine all --kills 1000
 	.build/release/strata prepare-crash-test --engine all --kills 200
 	.build/release/strata prepare-race-test --engine all --rounds 50
+
+# Simulated power losses: a crash writer under the recording shim (Tests/Shims/powerloss.c), disk images
+# cut at random points with unsynced writes lost, kept at random or torn, each opened without repair.
+powerloss: deps
+	swift build -c release --product strata
+	$(SHIM_CC) -shared -fPIC -O2 -o .build/powerloss.so Tests/Shims/powerloss.c -ldl -lpthread
+	.build/release/strata power-loss-test --engine all --losses 1000 --shim .build/powerloss.so
+	.build/release/strata power-loss-test --engine all --losses 1000 --durability relaxed --shim .build/powerloss.so
 
 clean:
 	rm -rf .build

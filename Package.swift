@@ -64,7 +64,7 @@ let package = Package(
 
         // Engine adapters.
         .target(name: "StrataLMDB", dependencies: ["StrataEngine", "CLMDB"]),
-        .target(name: "StrataLevelDB", dependencies: ["StrataEngine", "CLevelDB"]),
+        .target(name: "StrataLevelDB", dependencies: ["StrataEngine", "CLevelDB", "CCRC32C"]),
         .target(name: "StrataSQLite", dependencies: ["StrataEngine", "CSQLite"]),
         .target(name: "StrataMemory", dependencies: ["StrataEngine"]),
         // etcd through its JSON gateway over plain HTTP/1.1 (no HTTP library), and a launcher of

@@ -39,8 +39,9 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
         self.declaration = declaration
         self.path = path
         self.options = options
+        var creation: StoreDirectory.Creation?
         if let path, let marker = declaration.marker {
-            try StoreDirectory.prepare(path, marker: marker, mode: options.mode)
+            creation = try StoreDirectory.prepare(path, marker: marker, mode: options.mode)
             claimedPath = try OpenPathRegistry.claim(path)
         } else if let identity {
             claimedPath = try OpenPathRegistry.claim(identity: identity, reportedAs: path ?? identity)
@@ -49,6 +50,7 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
         }
         do {
             storage = try open(StorageContext(path: path, options: options, services: StorageServices(gate: gate)))
+            if let path, let creation { try StoreDirectory.syncCreation(path, creation, engine: declaration.name) }
         } catch {
             if let claimedPath { OpenPathRegistry.release(claimedPath) }
             throw error

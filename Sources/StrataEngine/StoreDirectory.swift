@@ -9,7 +9,11 @@ enum StoreDirectory {
     /// - `.create`: creates the directory when missing; refuses a regular file, and a non-empty
     ///   directory without the marker (someone else's files).
     /// - `.openExisting`, `.readOnly`: refuses a missing directory or one without the marker.
-    static func prepare(_ path: String, marker: String, mode: OpenMode) throws(EngineError) {
+    ///
+    /// Returns what a new store must make durable once its engine created its files (see
+    /// ``syncCreation(_:_:)``), or `nil` for an existing store.
+    @discardableResult
+    static func prepare(_ path: String, marker: String, mode: OpenMode) throws(EngineError) -> Creation? {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
         let exists = fm.fileExists(atPath: path, isDirectory: &isDirectory)
@@ -26,7 +30,9 @@ enum StoreDirectory {
         case .openExisting, .readOnly:
             if !exists { throw .notFound(path: path) }
             if !hasMarker { throw .notFound(path: path) }
+            return nil
         case .create:
+            if hasMarker { return nil }
             if !exists {
                 do {
                     try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -39,6 +45,35 @@ enum StoreDirectory {
                     throw .notAStore(path: path, reason: "the directory holds other files and no \(marker)")
                 }
             }
+            return Creation(directoryCreated: !exists)
+        }
+    }
+
+    /// A store this open creates.
+    struct Creation {
+        /// Whether the directory itself was made (its entry lives in the parent directory).
+        let directoryCreated: Bool
+    }
+
+    /// Makes a new store's files durable by name: syncs its directory (the engine just created
+    /// its files there) and, when the directory was made too, the parent. A file's own sync
+    /// does not make its directory entry durable, and LMDB never syncs the directory: without
+    /// this, a power loss could leave every acknowledged commit in a file that has no name.
+    static func syncCreation(_ path: String, _ creation: Creation, engine: String) throws(EngineError) {
+        try syncDirectory(path, engine: engine)
+        if creation.directoryCreated {
+            try syncDirectory((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, engine: engine)
+        }
+    }
+
+    private static func syncDirectory(_ path: String, engine: String) throws(EngineError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { throw .permissionDenied(path: path, detail: "cannot open the directory to sync it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        // EINVAL: a file system that does not sync directories (their entries are then not cached).
+        if fsync(fd) != 0 && errno != EINVAL {
+            let code = errno
+            throw .engineFailure(engine: engine, code: Int(code), message: String(cString: strerror(code)), operation: "syncing the directory \(path)")
         }
     }
 }

@@ -82,6 +82,25 @@ final class LevelDBStorage: KeyValueStorage, @unchecked Sendable {
         writeOptions = leveldb_writeoptions_create()
         leveldb_writeoptions_set_sync(writeOptions, context.options.durability == .full ? 1 : 0)
         // Every property is set, so a throw here runs deinit, which frees the options.
+        try openDroppingATornTail(writable: context.options.mode != .readOnly)
+    }
+
+    /// Opens the database. When LevelDB reports corruption and the only damage is a record torn
+    /// by a power loss at the log's tail (``LevelDBLogTail``), opens once without paranoid checks
+    /// (LevelDB's recovery drops that record and writes the rest to a table), then as always.
+    private func openDroppingATornTail(writable: Bool) throws(EngineError) {
+        do {
+            try openDatabase("opening the database")
+            return
+        } catch {
+            guard case .corrupt = error, writable, LevelDBLogTail.onlyTailIsTorn(path) else { throw error }
+        }
+        leveldb_options_set_paranoid_checks(dbOptions, 0)
+        defer { leveldb_options_set_paranoid_checks(dbOptions, 1) }
+        try openDatabase("recovering a log whose last record was torn")
+        if let db { leveldb_close(db) }
+        db = nil
+        leveldb_options_set_paranoid_checks(dbOptions, 1)
         try openDatabase("opening the database")
     }
 

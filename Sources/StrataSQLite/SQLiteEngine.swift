@@ -81,7 +81,13 @@ final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
                 }
                 try connection.execute("PRAGMA journal_mode=WAL")
                 try connection.execute(options.durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
-                if state == .empty { try connection.execute(SQLiteEngine.schema) }
+                if state == .empty {
+                    try connection.execute(SQLiteEngine.schema)
+                    // The new store's table goes to the main file, synced (also under NORMAL), so a
+                    // power loss before the first synced commit leaves an empty store, not a file
+                    // without its table (refused as not a store).
+                    try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                }
                 if state == .loose { try Self.makeStrict(connection, path: path) }
                 writer = connection
             }

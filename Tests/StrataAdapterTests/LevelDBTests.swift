@@ -46,3 +46,51 @@ struct LevelDBTests {
         #expect(files.map { (try? FileManager.default.attributesOfItem(atPath: dir.path + "/" + $0)[.size] as? Int) ?? -1 } == sizes)
     }
 }
+
+@Suite("LevelDB log torn by a power loss")
+struct LevelDBTornLogTests {
+    /// A store of three synced commits (one key each) whose log is then damaged: `inRecord` 0 is
+    /// the first commit's record, 2 the last; 40 bytes in its middle are flipped, its length kept.
+    static func damagedStore(_ path: String, inRecord: Int) throws {
+        let store = try LevelDBEngine(path: path)
+        for i in 0..<3 { try store.write { (tx: any KeyValueWriter) throws in try tx.put([UInt8](repeating: UInt8(i), count: 200), forKey: [UInt8(i)]) } }
+        try store.close()
+        let logName = try #require(try FileManager.default.contentsOfDirectory(atPath: path).first { $0.hasSuffix(".log") })
+        let log = path + "/" + logName
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: log)))
+        // Each commit is one record: a 7-byte header, then a write batch holding the pair.
+        var offset = 0
+        for _ in 0..<inRecord { offset += 7 + (Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8) }
+        for i in (offset + 60)..<(offset + 100) { bytes[i] ^= 0xFF }
+        try Data(bytes).write(to: URL(fileURLWithPath: log))
+    }
+
+    @Test("a torn last record (a commit whose sync never returned) is dropped at open; earlier commits read")
+    func tornTail() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        try Self.damagedStore(dir.path, inRecord: 2)
+        let store = try LevelDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        try store.read { (tx: any KeyValueReader) throws in
+            #expect(try tx.keys() == [[0], [1]])
+            #expect(try tx.get([1]) == [UInt8](repeating: 1, count: 200))
+        }
+        try store.write { (tx: any KeyValueWriter) throws in try tx.put([9], forKey: [9]) }
+        try store.close()
+        // Paranoid checks are back on: the store reopens and holds the new commit.
+        let again = try LevelDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        #expect(try again.read { try $0.keys() } == [[0], [1], [9]])
+        try again.close()
+    }
+
+    @Test("damage followed by valid records is refused as corrupt, files left for repair")
+    func damageInside() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        try Self.damagedStore(dir.path, inRecord: 0)
+        #expect { try LevelDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting)) } throws: { error in
+            if case EngineError.corrupt = error { return true }
+            return false
+        }
+    }
+}

@@ -73,3 +73,44 @@ struct PrepareCrashHarnessTests {
         #expect(run.output.contains(fault == "lost" ? "records, expected" : "1 stale entries"), "\(run.output)")
     }
 }
+
+@Suite("Power-loss harness")
+struct PowerLossHarnessTests {
+    /// The engines' summary lines: "lmdb (full): N power losses, C acknowledged commits checked, L lost, P partial, R refused, …".
+    static func summaries(_ output: String) -> [String: (lost: Int, partial: Int, refused: Int)] {
+        var found: [String: (Int, Int, Int)] = [:]
+        for line in output.split(separator: "\n") where line.contains(" power losses, ") {
+            let name = String(line.prefix { $0 != " " })
+            func count(_ label: String) -> Int {
+                guard let range = line.range(of: " \(label)") else { return -1 }
+                return Int(line[..<range.lowerBound].split(separator: " ").last ?? "") ?? -1
+            }
+            found[name] = (count("lost,"), count("partial,"), count("refused,"))
+        }
+        return found
+    }
+
+    @Test("an engine whose file syncs are skipped loses acknowledged commits, and the harness says so on every engine")
+    func harnessCanFail() throws {
+        let shim = try Shim.build("powerloss")
+        let run = try runProgram(strataTool, ["power-loss-test", "--engine", "all", "--losses", "20", "--shim", shim, "--inject-fault", "skip-sync"])
+        #expect(run.status != 0, "\(run.output)")
+        let summaries = Self.summaries(run.output)
+        for engine in ["lmdb", "leveldb", "sqlite"] {
+            let totals = try #require(summaries[engine], "\(run.output)")
+            #expect(totals.lost + totals.partial + totals.refused > 0, "\(engine): \(run.output)")
+        }
+    }
+
+    @Test("with the syncs done, every acknowledged commit survives every simulated power loss (full durability)")
+    func fullDurability() throws {
+        let shim = try Shim.build("powerloss")
+        let run = try runProgram(strataTool, ["power-loss-test", "--engine", "all", "--losses", "20", "--seed", "7", "--shim", shim])
+        #expect(run.status == 0, "\(run.output)")
+        let summaries = Self.summaries(run.output)
+        for engine in ["lmdb", "leveldb", "sqlite"] {
+            let totals = try #require(summaries[engine], "\(run.output)")
+            #expect(totals.lost == 0 && totals.partial == 0 && totals.refused == 0, "\(engine): \(run.output)")
+        }
+    }
+}

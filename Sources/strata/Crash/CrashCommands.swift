@@ -9,14 +9,24 @@ struct CrashWriter: ParsableCommand {
 
     @Option var engine: EngineChoice
     @Option var path: String
+    @Flag(help: "Relaxed durability (default: full).") var relaxed = false
+    @Option(help: "Also write each acknowledgement to this file with write(2), where the power-loss shim records it.")
+    var ackFile: String?
 
     func run() throws {
-        let store = try engine.open(path, EngineOptions(mode: .create, durability: .full))
+        let store = try engine.open(path, EngineOptions(mode: .create, durability: relaxed ? .relaxed : .full))
+        let acks = try ackFile.map { file in
+            guard FileManager.default.createFile(atPath: file, contents: nil), let handle = FileHandle(forWritingAtPath: file) else {
+                throw ValidationError("cannot write \(file)")
+            }
+            return handle
+        }
         var seq = try store.read { try CrashData.last($0) }
         while true {
             seq += 1
             let current = seq
             try store.write { try CrashData.write(current, $0) }
+            try acks?.write(contentsOf: Data("ack \(current)\n".utf8))
             say("ack \(current)")
         }
     }
@@ -93,8 +103,8 @@ struct CrashRounds {
 final class WriterProcess: @unchecked Sendable {
     private let child: ChildProcess
 
-    init(engine: EngineKind, path: String) throws {
-        child = try ChildProcess(["crash-writer", "--engine", engine.name, "--path", path])
+    init(engine: EngineKind, path: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
+        child = try ChildProcess(["crash-writer", "--engine", engine.name, "--path", path] + arguments, environment: environment)
     }
 
     private var acks: [UInt64] {

@@ -163,9 +163,11 @@ final class ChildProcess: @unchecked Sendable {
     private var complete: [String] = []
     private var reader: PipeReader?
 
-    init(_ arguments: [String]) throws {
+    /// Starts `strata arguments`, with `environment` added to this process's environment.
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardOutput = pipe
         process.standardError = pipe
         try process.run()
