@@ -62,7 +62,8 @@ enum StoreDirectory {
     static func syncCreation(_ path: String, _ creation: Creation, engine: String) throws(EngineError) {
         try syncDirectory(path, engine: engine)
         if creation.directoryCreated {
-            try syncDirectory((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, engine: engine)
+            let parent = (path as NSString).deletingLastPathComponent
+            try syncDirectory(parent.isEmpty ? "." : parent, engine: engine)
         }
     }
 

@@ -95,12 +95,13 @@ final class LevelDBStorage: KeyValueStorage, @unchecked Sendable {
         } catch {
             guard case .corrupt = error, writable, LevelDBLogTail.onlyTailIsTorn(path) else { throw error }
         }
-        leveldb_options_set_paranoid_checks(dbOptions, 0)
-        defer { leveldb_options_set_paranoid_checks(dbOptions, 1) }
-        try openDatabase("recovering a log whose last record was torn")
+        do {
+            leveldb_options_set_paranoid_checks(dbOptions, 0)
+            defer { leveldb_options_set_paranoid_checks(dbOptions, 1) }
+            try openDatabase("recovering a log whose last record was torn")
+        }
         if let db { leveldb_close(db) }
         db = nil
-        leveldb_options_set_paranoid_checks(dbOptions, 1)
         try openDatabase("opening the database")
     }
 

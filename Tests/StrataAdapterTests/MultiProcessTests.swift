@@ -76,16 +76,16 @@ struct PrepareCrashHarnessTests {
 
 @Suite("Power-loss harness")
 struct PowerLossHarnessTests {
-    /// The engines' summary lines: "lmdb (full): N power losses, C acknowledged commits checked, L lost, P partial, R refused, …".
-    static func summaries(_ output: String) -> [String: (lost: Int, partial: Int, refused: Int)] {
-        var found: [String: (Int, Int, Int)] = [:]
+    /// The engines' summary lines: "lmdb (full): N power losses, C acknowledged commits checked, L lost, P partial, R refused, K crashed, …".
+    static func summaries(_ output: String) -> [String: (lost: Int, partial: Int, refused: Int, crashed: Int)] {
+        var found: [String: (Int, Int, Int, Int)] = [:]
         for line in output.split(separator: "\n") where line.contains(" power losses, ") {
             let name = String(line.prefix { $0 != " " })
             func count(_ label: String) -> Int {
                 guard let range = line.range(of: " \(label)") else { return -1 }
                 return Int(line[..<range.lowerBound].split(separator: " ").last ?? "") ?? -1
             }
-            found[name] = (count("lost,"), count("partial,"), count("refused,"))
+            found[name] = (count("lost,"), count("partial,"), count("refused,"), count("crashed,"))
         }
         return found
     }
@@ -98,8 +98,18 @@ struct PowerLossHarnessTests {
         let summaries = Self.summaries(run.output)
         for engine in ["lmdb", "leveldb", "sqlite"] {
             let totals = try #require(summaries[engine], "\(run.output)")
-            #expect(totals.lost + totals.partial + totals.refused > 0, "\(engine): \(run.output)")
+            #expect(totals.lost + totals.partial + totals.refused + totals.crashed > 0, "\(engine): \(run.output)")
         }
+    }
+
+    @Test("a checker that crashes on an image is counted and fails the run; the harness goes on")
+    func crashedChecker() throws {
+        let shim = try Shim.build("powerloss")
+        let run = try runProgram(strataTool, ["power-loss-test", "--engine", "sqlite", "--losses", "3", "--shim", shim, "--inject-fault", "crash-check"])
+        #expect(run.status != 0, "\(run.output)")
+        let totals = try #require(Self.summaries(run.output)["sqlite"], "\(run.output)")
+        #expect(totals.crashed == 3 && totals.lost + totals.partial + totals.refused == 0, "\(run.output)")
+        #expect(run.output.contains("killed the checker with signal \(SIGSEGV)"), "\(run.output)")
     }
 
     @Test("with the syncs done, every acknowledged commit survives every simulated power loss (full durability)")
@@ -110,7 +120,7 @@ struct PowerLossHarnessTests {
         let summaries = Self.summaries(run.output)
         for engine in ["lmdb", "leveldb", "sqlite"] {
             let totals = try #require(summaries[engine], "\(run.output)")
-            #expect(totals.lost == 0 && totals.partial == 0 && totals.refused == 0, "\(engine): \(run.output)")
+            #expect(totals.lost == 0 && totals.partial == 0 && totals.refused == 0 && totals.crashed == 0, "\(engine): \(run.output)")
         }
     }
 }

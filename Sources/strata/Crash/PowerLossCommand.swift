@@ -16,7 +16,8 @@ struct PowerLossTest: ParsableCommand {
     var durability: String = "full"
     @Option(help: "The compiled shim (cc -shared -fPIC -o powerloss.so Tests/Shims/powerloss.c -ldl)..") var shim: String
     @Option(help: "Random seed.") var seed: UInt64 = 1
-    @Option(help: ArgumentHelp("skip-sync: the shim skips every sync of the store's files (proves the checks fail).", visibility: .hidden))
+    @Option(help: ArgumentHelp("skip-sync: the shim skips every sync of the store's files; crash-check: every checker crashes (proves the checks fail).",
+                               visibility: .hidden))
     var injectFault: String?
 
     /// Images cut from one writer's recording.
@@ -24,6 +25,7 @@ struct PowerLossTest: ParsableCommand {
 
     func validate() throws {
         guard ["full", "relaxed"].contains(durability) else { throw ValidationError("--durability is full or relaxed") }
+        guard [nil, "skip-sync", "crash-check"].contains(injectFault) else { throw ValidationError("--inject-fault is skip-sync or crash-check") }
         guard FileManager.default.fileExists(atPath: shim) else { throw ValidationError("no shim at \(shim)") }
     }
 
@@ -32,10 +34,11 @@ struct PowerLossTest: ParsableCommand {
         let shimPath = URL(fileURLWithPath: shim).standardizedFileURL.path
         for kind in engine.engines where kind.declaration.capabilities.contains(.persistent) {
             let totals = try PowerLossRounds(engine: kind, losses: losses, relaxed: durability == "relaxed", shim: shimPath,
-                                             seed: seed, skipSync: injectFault == "skip-sync").run()
+                                             seed: seed, skipSync: injectFault == "skip-sync",
+                                             crashCheck: injectFault == "crash-check").run()
             say("\(kind.name) (\(durability)): \(totals.losses) power losses, \(totals.checked) acknowledged commits checked, "
-                + "\(totals.lost) lost, \(totals.partial) partial, \(totals.refused) refused, \(totals.prefix) opened at an earlier commit")
-            if totals.lost + totals.partial > 0 || (durability == "full" && totals.refused > 0) { failed = true }
+                + "\(totals.lost) lost, \(totals.partial) partial, \(totals.refused) refused, \(totals.crashed) crashed, \(totals.prefix) opened at an earlier commit")
+            if totals.lost + totals.partial + totals.crashed > 0 || (durability == "full" && totals.refused > 0) { failed = true }
         }
         if failed { throw ExitCode.failure }
     }
@@ -49,8 +52,9 @@ struct PowerLossRounds {
     let shim: String
     let seed: UInt64
     let skipSync: Bool
+    let crashCheck: Bool
 
-    struct Totals { var losses = 0, checked = 0, lost = 0, partial = 0, refused = 0, prefix = 0 }
+    struct Totals { var losses = 0, checked = 0, lost = 0, partial = 0, refused = 0, crashed = 0, prefix = 0 }
 
     func run() throws -> Totals {
         let base = URL(fileURLWithPath: NSTemporaryDirectory()).resolvingSymlinksInPath().path + "/strata-powerloss-\(engine.name)-\(getpid())"
@@ -78,6 +82,9 @@ struct PowerLossRounds {
                 case let .refused(error):
                     totals.refused += 1
                     say("recording \(recording), operation \(at) of \(operations.count), \(mode): refused: \(error)")
+                case let .crashed(what):
+                    totals.crashed += 1
+                    say("recording \(recording), operation \(at) of \(operations.count), \(mode): crashed: \(what)")
                 case let .problem(problem):
                     say("recording \(recording), operation \(at) of \(operations.count), \(mode): \(problem)")
                     if problem.hasPrefix("lost") { totals.lost += 1 } else { totals.partial += 1 }
@@ -110,27 +117,79 @@ struct PowerLossRounds {
         return operations
     }
 
-    enum Verdict { case whole, earlierCommit, refused(String), problem(String) }
+    enum Verdict { case whole, earlierCommit, refused(String), problem(String), crashed(String) }
 
-    /// Opens the image without repair and checks it: every acknowledged commit (under full
-    /// durability), or a consistent earlier state (relaxed).
+    /// Checks the image in a child process (`strata power-loss-check`): LMDB does not checksum its
+    /// pages, and a page damaged in place (only a disk that loses synced writes can do that) may
+    /// crash the process inside liblmdb. A crash is a verdict of its own, never the harness's end.
     private func check(_ path: String, acknowledged: UInt64) -> Verdict {
+        let arguments = ["power-loss-check", "--engine", engine.name, "--path", path, "--acknowledged", "\(acknowledged)"]
+            + (relaxed ? ["--relaxed"] : [])
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(arguments + (crashCheck ? ["--inject-fault", "crash"] : []),
+                                     environment: ["SWIFT_BACKTRACE": "enable=no"])
+        } catch {
+            return .problem("cannot start the checker: \(error)")
+        }
+        let lines = child.waitForExit(seconds: 120)
+        switch child.terminationSignal {
+        case SIGKILL?: return .problem("the checker did not finish in 120 s")
+        case let signal?: return .crashed("opening and reading the image killed the checker with signal \(signal)")
+        case nil: break
+        }
+        guard let line = lines.last(where: { $0.hasPrefix(PowerLossCheck.prefix) }) else {
+            return .problem("the checker printed no verdict: \(lines.joined(separator: "\n"))")
+        }
+        let verdict = line.dropFirst(PowerLossCheck.prefix.count)
+        let word = verdict.prefix { $0 != " " }, detail = String(verdict.dropFirst(word.count).drop { $0 == " " })
+        switch word {
+        case "whole": return .whole
+        case "earlier": return .earlierCommit
+        case "refused": return .refused(detail)
+        default: return .problem(detail)
+        }
+    }
+}
+
+/// `strata power-loss-check`: opens one power-loss image without repair and prints its verdict
+/// (a helper of `power-loss-test`, run as a child so that a crash inside an engine is reported).
+struct PowerLossCheck: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check one power-loss image (power-loss-test helper).", shouldDisplay: false)
+
+    /// Starts the verdict line: `verdict whole`, `verdict earlier`, `verdict refused <error>` or `verdict problem <what>`.
+    static let prefix = "verdict "
+
+    @Option var engine: EngineChoice
+    @Option var path: String
+    @Option(help: "Acknowledged commits when the power was lost.") var acknowledged: UInt64
+    @Flag(help: "Relaxed durability: a consistent earlier state is enough.") var relaxed = false
+    @Option(help: ArgumentHelp("crash: die of SIGSEGV before opening (proves a crash is reported).", visibility: .hidden))
+    var injectFault: String?
+
+    func run() {
+        if injectFault == "crash" { raise(SIGSEGV) }
+        say(Self.prefix + verdict().joined(separator: " ").replacingOccurrences(of: "\n", with: " "))
+    }
+
+    /// Every acknowledged commit (under full durability), or a consistent earlier state (relaxed).
+    private func verdict() -> [String] {
         do {
             let store = try engine.open(path, EngineOptions(mode: .openExisting))
             defer { try? store.close() }
             return try store.read { tx in
-                if let problem = try CrashData.verify(tx, acknowledged: relaxed ? 0 : acknowledged) { return .problem(problem) }
-                return try CrashData.last(tx) < acknowledged ? .earlierCommit : .whole
+                if let problem = try CrashData.verify(tx, acknowledged: relaxed ? 0 : acknowledged) { return ["problem", problem] }
+                return try CrashData.last(tx) < acknowledged ? ["earlier"] : ["whole"]
             }
         } catch let error as EngineError {
             // Cut before the first commit returned: nothing was promised, a refusal loses nothing.
-            if acknowledged == 0 { return .whole }
+            if acknowledged == 0 { return ["whole"] }
             switch error {
-            case .corrupt, .notAStore, .notFound: return .refused("\(error)")
-            default: return .problem("\(error)")
+            case .corrupt, .notAStore, .notFound: return ["refused", "\(error)"]
+            default: return ["problem", "\(error)"]
             }
         } catch {
-            return .problem("\(error)")
+            return ["problem", "\(error)"]
         }
     }
 }

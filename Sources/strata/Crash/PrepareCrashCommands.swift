@@ -188,6 +188,11 @@ final class ChildProcess: @unchecked Sendable {
     var lines: [String] { lock.withLock { complete } }
     var isRunning: Bool { process.isRunning }
 
+    /// The signal that ended the child, once it ended by one (SIGKILL from ``kill()`` included).
+    var terminationSignal: Int32? {
+        !process.isRunning && process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
+    }
+
     /// Waits until the child printed `count` lines (or finished, or the time ran out); the lines so far.
     func waitForLines(_ count: Int, seconds: Double) -> [String] {
         let deadline = Date().addingTimeInterval(seconds)
