@@ -102,9 +102,15 @@ struct PowerLossHarnessTests {
         }
     }
 
-    @Test("a checker that crashes on an image is counted and fails the run; the harness goes on")
+    @Test("a checker that crashes on an image is counted and fails the run; the harness goes on (shim under a path with a space)")
     func crashedChecker() throws {
-        let shim = try Shim.build("powerloss")
+        // LD_PRELOAD splits at spaces: the command must preload a copy (a make test in a checkout
+        // under "my strata" recorded nothing before it did).
+        let spaced = FileManager.default.temporaryDirectory.appendingPathComponent("strata shim \(getpid())").path
+        try FileManager.default.createDirectory(atPath: spaced, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: spaced) }
+        let shim = spaced + "/powerloss.so"
+        try FileManager.default.copyItem(atPath: try Shim.build("powerloss"), toPath: shim)
         let run = try runProgram(strataTool, ["power-loss-test", "--engine", "sqlite", "--losses", "3", "--shim", shim, "--inject-fault", "crash-check"])
         #expect(run.status != 0, "\(run.output)")
         let totals = try #require(Self.summaries(run.output)["sqlite"], "\(run.output)")

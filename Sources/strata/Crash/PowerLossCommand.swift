@@ -31,7 +31,15 @@ struct PowerLossTest: ParsableCommand {
 
     func run() throws {
         var failed = false
-        let shimPath = URL(fileURLWithPath: shim).standardizedFileURL.path
+        // LD_PRELOAD splits its list at spaces and colons, with no escaping: the shim is preloaded
+        // from a copy in the temporary directory, so a checkout under a path with a space works.
+        let shimPath = URL(fileURLWithPath: NSTemporaryDirectory()).resolvingSymlinksInPath().path + "/strata-powerloss-\(getpid()).so"
+        guard !shimPath.contains(where: { $0 == " " || $0 == ":" }) else {
+            throw ValidationError("LD_PRELOAD cannot name \(shimPath) (a space or colon): set TMPDIR to a directory without one")
+        }
+        try? FileManager.default.removeItem(atPath: shimPath)
+        try FileManager.default.copyItem(atPath: shim, toPath: shimPath)
+        defer { try? FileManager.default.removeItem(atPath: shimPath) }
         for kind in engine.engines where kind.declaration.capabilities.contains(.persistent) {
             let totals = try PowerLossRounds(engine: kind, losses: losses, relaxed: durability == "relaxed", shim: shimPath,
                                              seed: seed, skipSync: injectFault == "skip-sync",
@@ -109,7 +117,10 @@ struct PowerLossRounds {
             throw ValidationError("the writer acknowledged fewer than \(wanted) commits in 60 s:\n\(writer.output)")
         }
         writer.kill()
-        let operations = RecordedOperation.parse(Array(try Data(contentsOf: URL(fileURLWithPath: log))))
+        guard let recorded = FileManager.default.contents(atPath: log) else {
+            throw ValidationError("the shim recorded nothing: is \(shim) preloaded?\n\(writer.output)")
+        }
+        let operations = RecordedOperation.parse(Array(recorded))
         try? FileManager.default.removeItem(atPath: directory)
         guard operations.contains(where: { if case .ack = $0 { true } else { false } }) else {
             throw ValidationError("the shim recorded no acknowledgement: is \(shim) preloaded?")
