@@ -121,8 +121,9 @@ public final class StorageServices: Sendable {
     /// Called by the running writer (inside ``KeyValueStorage/beginWrite()`` or a write
     /// primitive): waits until no read transaction of this process is running, holding new ones
     /// back, then runs `body` alone. Throws ``EngineError/mustRetry(reason:)`` when readers are
-    /// still running after `timeout` seconds (a reader waiting for this writer would deadlock).
-    public func withReadersDrained<R>(timeout: Double = 10, _ body: () throws -> R) throws -> R {
+    /// still running after `timeout` seconds; `nil` waits for as long as they run (a reader that
+    /// itself waits for this writer then blocks both: only for callers that document it).
+    public func withReadersDrained<R>(timeout: Double? = 10, _ body: () throws -> R) throws -> R {
         try gate.withReadersDrained(timeout: timeout, body)
     }
 }

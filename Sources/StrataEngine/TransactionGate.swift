@@ -68,12 +68,16 @@ final class TransactionGate: @unchecked Sendable {
     ///
     /// Throws ``EngineError/mustRetry(reason:)`` when readers are still running after `timeout`
     /// seconds: a reader that waits for this writer (directly or through another thread) would
-    /// otherwise deadlock the store.
-    func withReadersDrained<R>(timeout: Double = 10, _ body: () throws -> R) throws -> R {
+    /// otherwise deadlock the store. With `timeout` nil it waits for as long as readers run.
+    func withReadersDrained<R>(timeout: Double? = 10, _ body: () throws -> R) throws -> R {
         condition.lock()
         exclusivePending = true
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
         while readers > 0 {
+            guard let deadline, let timeout else {
+                condition.wait()
+                continue
+            }
             if !condition.wait(until: deadline) && readers > 0 {
                 exclusivePending = false
                 condition.broadcast()

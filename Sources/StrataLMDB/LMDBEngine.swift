@@ -4,15 +4,18 @@ import StrataEngine
 
 /// LMDB-specific settings.
 public struct LMDBOptions: Sendable, Hashable {
-    /// The initial map size in bytes. The adapter grows the map when a write transaction
-    /// fills it, so this is a starting point, not a cap. Default: 1 GiB.
+    /// The initial map size in bytes: address space, not disk (`data.mdb` grows with the data).
+    /// A starting point, not a cap: before a write transaction begins, the map is doubled while
+    /// less room is left than the store uses, and a transaction that fills it anyway is replayed
+    /// into a larger map (see ``LMDBEngine``). Default: 64 GiB, so that growth, which waits for the
+    /// process's read transactions to end, is rare.
     public var mapSize: Int
     /// Read transactions that may be open at once across every process sharing the store.
     /// Beyond it, starting a read throws ``EngineError/readersFull(limit:)`` (it does not wait).
     /// Default: 256.
     public var maxReaders: Int
 
-    public init(mapSize: Int = 1 << 30, maxReaders: Int = 256) {
+    public init(mapSize: Int = 64 << 30, maxReaders: Int = 256) {
         self.mapSize = mapSize
         self.maxReaders = maxReaders
     }
@@ -27,6 +30,12 @@ public struct LMDBOptions: Sendable, Hashable {
 ///
 /// A writer waits for another process's write transaction for as long as it runs: LMDB's writer
 /// lock cannot be waited on with a bound, so ``EngineOptions/timeout`` does not apply to it.
+///
+/// The map grows by itself ( ``LMDBOptions/mapSize``). Growing remaps the file, so the writer
+/// that grows it first waits for every read transaction of this process to end, and new ones
+/// wait meanwhile: a read transaction held open for a long time delays such a write for as long
+/// (no error). A reader that waits for that writer would wait forever: keep read transactions
+/// short, or large enough a map that no growth is needed while they run.
 ///
 /// Other programs' environments open when their main database is a plain bytewise map. A main
 /// database made with flags (`MDB_DUPSORT`, `MDB_REVERSEKEY`, …) and an environment with named
@@ -64,6 +73,9 @@ public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
     /// The current size of the memory map in bytes (grows when writes fill it).
     public var mapSize: Int { storage.mapSize }
 
+    /// Write transactions that logged their writes from the start and from midway (``LMDBMapRoom``).
+    var writeLogStarts: (fromBegin: Int, midway: Int) { storage.writeLogStarts }
+
     /// The environment's flags as LMDB reports them (`mdb_env_get_flags`): always `MDB_NOTLS`;
     /// `MDB_NOMETASYNC` under ``StrataEngine/Durability/relaxed`` (data pages are synced at every
     /// commit, the meta page is not, so a machine crash loses at most the latest commits and
@@ -87,6 +99,11 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     /// The largest node a leaf page holds inline (LMDB's `me_nodemax`): a named sub-database's
     /// record is always inline, which is what lets ``refuseSubDatabase(_:key:)`` read its node.
     private var nodeMax = 0
+    /// The environment's page size.
+    private(set) var pageSize = 4096
+    /// Write transactions that logged their writes from the start and from midway; changed by
+    /// the one writer only (for tests).
+    var writeLogStarts = (fromBegin: 0, midway: 0)
 
     init(path: String, context: StorageContext, lmdb: LMDBOptions) throws {
         self.path = path
@@ -141,7 +158,8 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         }
         var stat = MDB_stat()
         mdb_env_stat(env, &stat)
-        nodeMax = (Int(stat.ms_psize) - 16) / 2 & ~1
+        pageSize = Int(stat.ms_psize)
+        nodeMax = (pageSize - 16) / 2 & ~1
         do {
             try refuseSubDatabasesAtTheEnds(txn!)
         } catch {
@@ -228,7 +246,19 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     }
 
     func beginWrite() throws -> any StorageWriteTransaction {
-        LMDBTransaction(storage: self, txn: try beginTransaction(readOnly: false))
+        try growBeforeWriting()
+        let txn = try beginTransaction(readOnly: false)
+        return LMDBTransaction(storage: self, txn: txn, room: LMDBMapRoom(txn: txn, mapSize: mapSize, pageSize: pageSize))
+    }
+
+    /// Grows the map before a write transaction begins when less room is left than the store
+    /// uses (``LMDBMapRoom``), so that writes need no log until one transaction writes about as
+    /// much as the whole store.
+    private func growBeforeWriting() throws {
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        let wanted = LMDBMapRoom.wantedMapSize(mapSize: info.me_mapsize, pageSize: pageSize, usedPages: info.me_last_pgno + 1)
+        if wanted > info.me_mapsize { try growMap(toAtLeast: wanted) }
     }
 
     /// Begins an LMDB transaction, adopting a map grown by another process when LMDB asks.
@@ -242,7 +272,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
             case MDB_READERS_FULL: throw EngineError.readersFull(limit: lmdbOptions.maxReaders)
             case MDB_MAP_RESIZED where !readOnly:
                 // Another process grew the map: adopt its size while no reader here holds a pointer.
-                try services.withReadersDrained { try setMapSize(0, "adopting a map grown by another process") }
+                try services.withReadersDrained(timeout: nil) { try setMapSize(0, "adopting a map grown by another process") }
             case MDB_MAP_RESIZED:
                 // A reader cannot drain the other readers: the core does it and begins again.
                 throw MapResizedByAnotherProcess()
@@ -265,7 +295,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     func growMap(toAtLeast minimum: Int) throws {
         var size = mapSize
         while size < minimum { size *= 2 }
-        try services.withReadersDrained { try setMapSize(size, "growing the map to \(size) bytes") }
+        try services.withReadersDrained(timeout: nil) { try setMapSize(size, "growing the map to \(size) bytes") }
     }
 
     /// Changes the map size (0: adopt the size another process set); the caller makes sure no

@@ -6,15 +6,25 @@ import StrataEngine
 final class LMDBTransaction: StorageWriteTransaction {
     private unowned let storage: LMDBStorage
     private var txn: OpaquePointer?
-    /// Every write so far, for replay after growing a full map.
-    private let log = WriteLog()
+    /// The writes to replay after growing a full map: kept only once the transaction nears the
+    /// map's end (``LMDBMapRoom``), then holding every change since it began.
+    private var log: WriteLog?
+    /// Where the map ends, for a write transaction.
+    private let room: LMDBMapRoom?
     /// The LMDB transaction id the body's reads belong to.
     private let txnID: Int
 
-    init(storage: LMDBStorage, txn: OpaquePointer) {
+    /// A read transaction (`room` nil), or a write transaction with the map's room.
+    init(storage: LMDBStorage, txn: OpaquePointer, room: LMDBMapRoom? = nil) {
         self.storage = storage
         self.txn = txn
+        self.room = room
         txnID = mdb_txn_id(txn)
+        // An unknown MDB_txn layout, or a map already near its end: log from the first write.
+        if let room, !room.readable || room.isNearEnd(txn, writing: 0) {
+            log = WriteLog()
+            storage.writeLogStarts.fromBegin += 1
+        }
     }
 
     // MARK: Reads
@@ -82,27 +92,77 @@ final class LMDBTransaction: StorageWriteTransaction {
         return mdb_cursor_get(cursor, &k, &v, MDB_PREV)
     }
 
-    private func openCursor() throws(EngineError) -> OpaquePointer {
+    private func openCursor(in transaction: OpaquePointer? = nil) throws(EngineError) -> OpaquePointer {
         var cursor: OpaquePointer?
-        try check(mdb_cursor_open(txn, storage.dbi, &cursor), "opening a cursor", path: storage.path)
+        try check(mdb_cursor_open(transaction ?? txn, storage.dbi, &cursor), "opening a cursor", path: storage.path)
         return cursor!
     }
 
     // MARK: Writes
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
-        log.recordPut(key, value)
+        try logIfNearEnd(writing: key.count + value.count)
+        log?.recordPut(key, value)
         _ = try run(.put(key: key, value: value))
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
-        log.recordDelete(key)
+        try logIfNearEnd(writing: key.count)
+        log?.recordDelete(key)
         _ = try run(.delete(key: key))
     }
 
     func clear(_ range: ResolvedRange) throws -> Int {
-        log.recordClear(range)
+        try logIfNearEnd(writing: nil)
+        log?.recordClear(range)
         return try run(.clear(range))
+    }
+
+    /// Starts the log when the next write (`bytes` of key and value; nil: a range clear) could
+    /// find the map full: one comparison per write until then.
+    @inline(__always)
+    private func logIfNearEnd(writing bytes: Int?) throws(EngineError) {
+        guard log == nil, let room, let txn, room.isNearEnd(txn, writing: bytes) else { return }
+        log = try changesSoFar()
+        storage.writeLogStarts.midway += 1
+    }
+
+    /// The transaction's changes so far, as a log of puts and deletes: its keys and values walked
+    /// beside a read snapshot of the commit it began from (the writer lock keeps that commit the
+    /// newest). Replayed into a new transaction on that commit, they leave what this one holds.
+    private func changesSoFar() throws(EngineError) -> WriteLog {
+        let snapshot: OpaquePointer
+        do { snapshot = try storage.beginTransaction(readOnly: true) } catch {
+            try fail(error as? EngineError ?? lmdbError(MDB_MAP_RESIZED, "reading the snapshot before logging writes", path: storage.path))
+        }
+        defer { mdb_txn_abort(snapshot) }
+        guard mdb_txn_id(snapshot) == txnID - 1 else {
+            try fail(.mustRetry(reason: "another process committed during an LMDB write transaction"))
+        }
+        let log = WriteLog()
+        let mine = try openCursor(), theirs = try openCursor(in: snapshot)
+        defer { mdb_cursor_close(mine); mdb_cursor_close(theirs) }
+        var mk = MDB_val(), mv = MDB_val(), tk = MDB_val(), tv = MDB_val()
+        var mrc = mdb_cursor_get(mine, &mk, &mv, MDB_FIRST), trc = mdb_cursor_get(theirs, &tk, &tv, MDB_FIRST)
+        while mrc == MDB_SUCCESS || trc == MDB_SUCCESS {
+            let order = mrc != MDB_SUCCESS ? 1 : trc != MDB_SUCCESS ? -1 : Bytewise.compare(mk.buffer, tk.buffer)
+            // The transaction's own values are in its dirty pages or pages it wrote; an unchanged
+            // value is the same bytes in the map (same address), compared only when that differs.
+            if order < 0 || (order == 0 && !Self.sameValue(mv, tv, bounds: storage.bounds)) { log.recordPut(mk.buffer, mv.buffer) }
+            if order > 0 { log.recordDelete(tk.buffer) }
+            if order <= 0 { mrc = mdb_cursor_get(mine, &mk, &mv, MDB_NEXT) }
+            if order >= 0 { trc = mdb_cursor_get(theirs, &tk, &tv, MDB_NEXT) }
+        }
+        for rc in [mrc, trc] where rc != MDB_NOTFOUND { try fail(lmdbError(rc, "reading the changes before logging writes", path: storage.path)) }
+        return log
+    }
+
+    private static func sameValue(_ mine: MDB_val, _ theirs: MDB_val, bounds: LMDBFileBounds) -> Bool {
+        guard mine.mv_size == theirs.mv_size else { return false }
+        if mine.mv_data == theirs.mv_data { return true }
+        // The snapshot's value may lie past the end of a short file: then it differs (ours is logged).
+        guard (try? bounds.requireInFile(theirs)) != nil else { return false }
+        return memcmp(mine.mv_data, theirs.mv_data, mine.mv_size) == 0
     }
 
     /// Applies one write; when the map is full, grows it and replays the whole log (which
@@ -182,6 +242,10 @@ final class LMDBTransaction: StorageWriteTransaction {
     /// Aborts the full transaction, grows the map and replays every logged write into a new
     /// transaction, as often as needed. Returns what the last replayed write returned.
     private func growAndReplay() throws(EngineError) -> Int {
+        guard let log else {
+            // LMDBMapRoom's bound on the pages a write takes was wrong: nothing to replay from.
+            try fail(lmdbError(MDB_MAP_FULL, "writing, before the transaction's writes were logged", path: storage.path))
+        }
         while true {
             // Aborting releases LMDB's writer lock; another process may commit before we begin
             // again. The replay is only sound on the snapshot the body read: the new transaction
@@ -214,6 +278,7 @@ final class LMDBTransaction: StorageWriteTransaction {
 
     /// Commits, growing the map and replaying when the commit itself finds the map full.
     func commit() throws {
+        try logIfNearEnd(writing: 0)
         while true {
             let rc = mdb_txn_commit(txn)
             txn = nil  // commit frees the transaction, whatever it returns

@@ -2,7 +2,8 @@ import Foundation
 @testable import StrataConformance
 import StrataEngine
 import CLMDB
-import StrataLMDB
+@testable import StrataLMDB
+import StrataRecords
 import Testing
 
 @Suite("LMDB adapter")
@@ -56,6 +57,119 @@ struct LMDBTests {
         let reopened = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting), lmdb: LMDBOptions(mapSize: initial))
         try reopened.read { (tx: any KeyValueReader) throws in #expect(try tx.keys().count == 3_000 + 20 * 490) }
         try reopened.close()
+    }
+
+    @Test("a transaction that nears the map's end midway logs its changes so far: puts, overwrites, deletes and clears all land",
+          arguments: [1, 2, 3])
+    func logStartedMidway(seed: UInt64) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let initial = 1 << 20
+        let store = try LMDBEngine(path: dir.path, lmdb: LMDBOptions(mapSize: initial))
+        var model: [[UInt8]: [UInt8]] = [:]
+        var random = SeededRandom(seed: seed)
+        func value() -> [UInt8] { [UInt8](repeating: UInt8.random(in: 0...255, using: &random), count: Int.random(in: 1...3_000, using: &random)) }
+        for batch in 0..<4 {
+            try store.write { tx in
+                for i in 0..<50 {
+                    let v = value()
+                    try tx.put(v, forKey: Self.key(batch * 50 + i))
+                    model[Self.key(batch * 50 + i)] = v
+                }
+            }
+        }
+        let before = store.writeLogStarts, mapBefore = store.mapSize
+        var bodyRuns = 0
+        var loggingFrom: Int?
+        // One transaction of several times the map: first every kind of write on the keys that
+        // exist (only the capture of the changes so far can carry those into the replay, as
+        // nothing touches them again), then new keys until the map fills and is grown.
+        try store.write { tx in
+            bodyRuns += 1
+            for step in 0..<5_000 {
+                let phaseOne = step < 400
+                let key = Self.key(phaseOne ? Int.random(in: 0..<200, using: &random) : 1_000 + step)
+                switch Int.random(in: 0..<20, using: &random) {
+                case 0..<3 where phaseOne:
+                    try tx.delete(key)
+                    model[key] = nil
+                case 3 where phaseOne:
+                    let other = Self.key(Int.random(in: 0..<200, using: &random))
+                    let (low, high) = key.lexicographicallyPrecedes(other) ? (key, other) : (other, key)
+                    try tx.clear(.halfOpen(low, high))
+                    for k in model.keys where !k.lexicographicallyPrecedes(low) && k.lexicographicallyPrecedes(high) { model[k] = nil }
+                default:
+                    let v = value()
+                    try tx.put(v, forKey: key)
+                    model[key] = v
+                }
+                if loggingFrom == nil && store.writeLogStarts.midway > before.midway { loggingFrom = step }
+            }
+        }
+        #expect(bodyRuns == 1)
+        let from = try #require(loggingFrom, "the transaction never neared the map's end: \(store.writeLogStarts)")
+        #expect(from > 400 && from < 4_000, "logging started at write \(from)")
+        #expect(store.mapSize > mapBefore, "the map was not grown during the transaction: nothing was replayed")
+        #expect(store.mapSize > initial)
+        func contents(_ engine: LMDBEngine) throws -> [[UInt8]: [UInt8]] {
+            try engine.read { tx in
+                var found: [[UInt8]: [UInt8]] = [:]
+                try tx.scan(.all, reverse: false, limit: nil) { k, v in found[Array(k)] = Array(v); return true }
+                return found
+            }
+        }
+        #expect(try contents(store) == model)
+        try store.close()
+        let reopened = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        #expect(try contents(reopened) == model)
+        try reopened.close()
+    }
+
+    @Test("with room in the map, writes are not logged: the map grows before a write transaction begins")
+    func noLogWithRoom() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LMDBEngine(path: dir.path, lmdb: LMDBOptions(mapSize: 1 << 20))
+        defer { try? store.close() }
+        let value = [UInt8](repeating: 7, count: 1_000)
+        // Small transactions filling the store to 16 times the initial map.
+        for batch in 0..<160 {
+            try store.write { tx in for i in 0..<100 { try tx.put(value, forKey: Self.key(batch * 100 + i)) } }
+        }
+        #expect(store.mapSize >= 32 << 20, "map \(store.mapSize)")
+        #expect(store.writeLogStarts == (0, 0), "\(store.writeLogStarts)")
+    }
+
+    @Test("a write that needs the map grown while a record-layer reader holds its snapshot for 30 s completes when the reader ends")
+    func growthWaitsForLongReader() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try Store(.lmdb(path: dir.path, options: LMDBOptions(mapSize: 1 << 20)))
+        defer { try? store.close() }
+        let payload = [UInt8](repeating: 3, count: 1_000)
+        try store.withTransaction { ctx in for i in 0..<100 { try ctx.insert(Blob(id: i, payload: payload)) } }
+        let reading = DispatchSemaphore(value: 0)
+        let readerEnded = Flag()
+        nonisolated(unsafe) var seen: (first: Int, last: Int) = (0, 0)  // written by the reader, read after join
+        let reader = BackgroundThread {
+            try store.withReadTransaction { ctx in
+                seen.first = try Blob.select(in: ctx).count
+                reading.signal()
+                Thread.sleep(forTimeInterval: 30)
+                seen.last = try Blob.select(in: ctx).count
+            }
+            readerEnded.set()
+        }
+        reading.wait()
+        let start = Date()
+        // 3 MB in one transaction: more than the map holds, so it must grow the map.
+        try store.withTransaction { ctx in for i in 100..<3_100 { try ctx.insert(Blob(id: i, payload: payload)) } }
+        let waited = Date().timeIntervalSince(start)
+        #expect(readerEnded.isSet, "the write remapped the file while the reader was inside its snapshot")
+        try reader.join()
+        #expect(waited > 25, "the write did not wait for the reader (\(waited) s): it did not need the map grown")
+        #expect(seen.first == 100 && seen.last == 100, "the reader's snapshot changed: \(seen)")
+        #expect(try store.withReadTransaction { ctx in try Blob.select(in: ctx).count } == 3_100)
     }
 
     @Test("the map grows while readers of this process are open")
@@ -441,5 +555,26 @@ struct LMDBTruncatedValueTests {
         }
         try reopened.write { (tx: any KeyValueWriter) throws in try tx.delete(Self.bigKey) }
         try reopened.close()
+    }
+}
+
+/// A record of an integer key and a byte payload, for the map growth tests.
+private struct Blob: Record {
+    var id: Int
+    var payload: [UInt8]
+
+    static let recordType = RecordType(keyspace: "Blob", version: 1, key: [("id", Int.self)])
+
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(payload) }
+
+    init(id: Int, payload: [UInt8]) {
+        self.id = id
+        self.payload = payload
+    }
+
+    init(key: inout KeyReader, fields: inout FieldReader) throws {
+        id = try key.read()
+        payload = try fields.read()
     }
 }
