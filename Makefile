@@ -26,7 +26,7 @@ test: deps
 	.build/debug/strata conformance --engine all
 	.build/debug/strata-etcd conformance --members 3 --differential 2000
 	.build/debug/strata-etcd bench --records 300 --operations 20 --members 1 --engines lmdb --output .build/bench-etcd-smoke
-	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --output .build/bench-smoke
+	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --rounds 2 --output .build/bench-smoke
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
 	.build/debug/strata crash-test --engine all --kills 20
 	$(SHIM_CC) -shared -fPIC -O2 -o .build/powerloss.so Tests/Shims/powerloss.c -ldl -lpthread

@@ -1,3 +1,4 @@
+#include <string.h>
 #include "common.h"
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,8 +39,8 @@ int rb_fill(rb_store *s, const uint8_t *keys, size_t klen, const uint8_t *vals, 
 }
 
 int rb_read(rb_store *s, const uint8_t *keys, size_t klen, const uint32_t *order, size_t n,
-            size_t batch, uint64_t *batch_ns, uint64_t *found) {
-    return s->ops->read(s, keys, klen, order, n, batch, batch_ns, found);
+            size_t batch, uint64_t *batch_ns, uint64_t *found, uint64_t *checksum) {
+    return s->ops->read(s, keys, klen, order, n, batch, batch_ns, found, checksum);
 }
 
 int rb_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, size_t max_batches,
@@ -48,6 +49,15 @@ int rb_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, size_t m
 }
 
 int rb_scans(rb_store *s, const uint8_t *starts, size_t klen, size_t nscans, size_t len,
-             uint64_t *scan_ns, uint64_t *rows) {
-    return s->ops->scans(s, starts, klen, nscans, len, scan_ns, rows);
+             uint64_t *scan_ns, uint64_t *rows, uint64_t *checksum) {
+    return s->ops->scans(s, starts, klen, nscans, len, scan_ns, rows, checksum);
+}
+
+uint64_t rb_checksum(const void *bytes, size_t count) {
+    const uint8_t *p = bytes;
+    uint64_t sum = 0, word;
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) { memcpy(&word, p + i, 8); sum += word; }
+    for (; i < count; i++) sum += p[i];
+    return sum;
 }

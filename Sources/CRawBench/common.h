@@ -5,9 +5,9 @@
 /// One engine's implementation of the workloads.
 typedef struct rb_ops {
     int (*fill)(rb_store *, const uint8_t *, size_t, const uint8_t *, size_t, const uint32_t *, size_t, size_t, size_t, uint64_t *);
-    int (*read)(rb_store *, const uint8_t *, size_t, const uint32_t *, size_t, size_t, uint64_t *, uint64_t *);
+    int (*read)(rb_store *, const uint8_t *, size_t, const uint32_t *, size_t, size_t, uint64_t *, uint64_t *, uint64_t *);
     int (*scan)(rb_store *, int, size_t, uint64_t *, size_t, uint64_t *, uint64_t *);
-    int (*scans)(rb_store *, const uint8_t *, size_t, size_t, size_t, uint64_t *, uint64_t *);
+    int (*scans)(rb_store *, const uint8_t *, size_t, size_t, size_t, uint64_t *, uint64_t *, uint64_t *);
     void (*close)(rb_store *);
 } rb_ops;
 

@@ -43,24 +43,25 @@ static void release(leveldb_store *l, leveldb_readoptions_t *options, const leve
 }
 
 static int ldb_read(rb_store *s, const uint8_t *keys, size_t klen, const uint32_t *order, size_t n,
-                    size_t batch, uint64_t *batch_ns, uint64_t *found) {
+                    size_t batch, uint64_t *batch_ns, uint64_t *found, uint64_t *checksum) {
     leveldb_store *l = (leveldb_store *)s;
     const leveldb_snapshot_t *snapshot;
     leveldb_readoptions_t *options = snapshot_options(l, &snapshot);
     size_t index = 0;
-    uint64_t mark = rb_now(), hits = 0;
+    uint64_t mark = rb_now(), hits = 0, sum = 0;
     for (size_t i = 0; i < n; i++) {
         size_t length;
         char *err = NULL;
         char *value = leveldb_get(l->db, options, (const char *)keys + (size_t)order[i] * klen, klen, &length, &err);
         if (err) { release(l, options, snapshot); }
         CHECK(err, "get");
-        if (value) { hits++; leveldb_free(value); }
+        if (value) { hits++; sum += rb_checksum(value, length); leveldb_free(value); }
         rb_tick(i + 1, batch, batch_ns, &index, &mark);
     }
     if (n % batch) batch_ns[index++] = rb_now() - mark;
     release(l, options, snapshot);
     *found = hits;
+    *checksum = sum;
     return 0;
 }
 
@@ -74,10 +75,9 @@ static int ldb_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, 
     uint64_t mark = rb_now(), sum = 0;
     if (reverse) leveldb_iter_seek_to_last(it); else leveldb_iter_seek_to_first(it);
     while (leveldb_iter_valid(it)) {
-        size_t kl, vl;
-        const char *k = leveldb_iter_key(it, &kl);
-        leveldb_iter_value(it, &vl);
-        sum += (uint8_t)k[kl - 1] + vl;
+        size_t vl;
+        const char *v = leveldb_iter_value(it, &vl);
+        sum += rb_checksum(v, vl);
         count++;
         if (index < max_batches) rb_tick(count, batch, batch_ns, &index, &mark);
         if (reverse) leveldb_iter_prev(it); else leveldb_iter_next(it);
@@ -91,19 +91,20 @@ static int ldb_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, 
 }
 
 static int ldb_scans(rb_store *s, const uint8_t *starts, size_t klen, size_t nscans, size_t len,
-                     uint64_t *scan_ns, uint64_t *rows) {
+                     uint64_t *scan_ns, uint64_t *rows, uint64_t *checksum) {
     leveldb_store *l = (leveldb_store *)s;
     const leveldb_snapshot_t *snapshot;
     leveldb_readoptions_t *options = snapshot_options(l, &snapshot);
     leveldb_iterator_t *it = leveldb_create_iterator(l->db, options);
-    uint64_t count = 0;
+    uint64_t count = 0, sum = 0;
     for (size_t i = 0; i < nscans; i++) {
         uint64_t start = rb_now();
         leveldb_iter_seek(it, (const char *)starts + i * klen, klen);
         for (size_t j = 0; j < len && leveldb_iter_valid(it); j++) {
             size_t vl;
-            leveldb_iter_value(it, &vl);
-            count += 1 + vl * 0;
+            const char *v = leveldb_iter_value(it, &vl);
+            count++;
+            sum += rb_checksum(v, vl);
             leveldb_iter_next(it);
         }
         scan_ns[i] = rb_now() - start;
@@ -111,6 +112,7 @@ static int ldb_scans(rb_store *s, const uint8_t *starts, size_t klen, size_t nsc
     leveldb_iter_destroy(it);
     release(l, options, snapshot);
     *rows = count;
+    *checksum = sum;
     return 0;
 }
 

@@ -43,19 +43,24 @@ static int sq_fill(rb_store *s, const uint8_t *keys, size_t klen, const uint8_t 
 }
 
 static int sq_read(rb_store *s, const uint8_t *keys, size_t klen, const uint32_t *order, size_t n,
-                   size_t batch, uint64_t *batch_ns, uint64_t *found) {
+                   size_t batch, uint64_t *batch_ns, uint64_t *found, uint64_t *checksum) {
     sqlite_store *l = (sqlite_store *)s;
     if (begin_read(l)) return -1;
     size_t index = 0;
-    uint64_t mark = rb_now(), hits = 0;
+    uint64_t mark = rb_now(), hits = 0, sum = 0;
     for (size_t i = 0; i < n; i++) {
         sqlite3_bind_blob(l->get, 1, keys + (size_t)order[i] * klen, (int)klen, SQLITE_STATIC);
-        if (sqlite3_step(l->get) == SQLITE_ROW) hits += 1 + sqlite3_column_bytes(l->get, 0) * 0;
+        if (sqlite3_step(l->get) == SQLITE_ROW) {
+            const void *v = sqlite3_column_blob(l->get, 0);
+            hits++;
+            sum += rb_checksum(v, (size_t)sqlite3_column_bytes(l->get, 0));
+        }
         sqlite3_reset(l->get);
         rb_tick(i + 1, batch, batch_ns, &index, &mark);
     }
     if (n % batch) batch_ns[index++] = rb_now() - mark;
     *found = hits;
+    *checksum = sum;
     return exec(l, "COMMIT");
 }
 
@@ -67,10 +72,8 @@ static int sq_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, s
     size_t index = 0, count = 0;
     uint64_t mark = rb_now(), sum = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        const uint8_t *k = sqlite3_column_blob(st, 0);
-        int kl = sqlite3_column_bytes(st, 0);
-        sqlite3_column_blob(st, 1);
-        sum += k[kl - 1] + (uint64_t)sqlite3_column_bytes(st, 1);
+        const void *v = sqlite3_column_blob(st, 1);
+        sum += rb_checksum(v, (size_t)sqlite3_column_bytes(st, 1));
         count++;
         if (index < max_batches) rb_tick(count, batch, batch_ns, &index, &mark);
     }
@@ -82,19 +85,24 @@ static int sq_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, s
 }
 
 static int sq_scans(rb_store *s, const uint8_t *starts, size_t klen, size_t nscans, size_t len,
-                    uint64_t *scan_ns, uint64_t *rows) {
+                    uint64_t *scan_ns, uint64_t *rows, uint64_t *checksum) {
     sqlite_store *l = (sqlite_store *)s;
     if (begin_read(l)) return -1;
-    uint64_t count = 0;
+    uint64_t count = 0, sum = 0;
     for (size_t i = 0; i < nscans; i++) {
         uint64_t start = rb_now();
         sqlite3_bind_blob(l->from, 1, starts + i * klen, (int)klen, SQLITE_STATIC);
         sqlite3_bind_int64(l->from, 2, (sqlite3_int64)len);
-        while (sqlite3_step(l->from) == SQLITE_ROW) { sqlite3_column_blob(l->from, 1); count++; }
+        while (sqlite3_step(l->from) == SQLITE_ROW) {
+            const void *v = sqlite3_column_blob(l->from, 1);
+            sum += rb_checksum(v, (size_t)sqlite3_column_bytes(l->from, 1));
+            count++;
+        }
         sqlite3_reset(l->from);
         scan_ns[i] = rb_now() - start;
     }
     *rows = count;
+    *checksum = sum;
     return exec(l, "COMMIT");
 }
 

@@ -22,18 +22,24 @@ const char *rb_error(void);
 int rb_fill(rb_store *s, const uint8_t *keys, size_t klen, const uint8_t *vals, size_t vlen,
             const uint32_t *order, size_t n, size_t per_txn, size_t batch, uint64_t *batch_ns);
 
-/// Reads keys[order[i]] for all n in one read transaction; counts hits in *found.
+/// The checksum every layer of the benchmark computes over each value it reads, so that every
+/// value byte is read (as a record layer decoding it must) and the layers can be checked against
+/// each other: a wrapping sum of the bytes as 8-byte little-endian words, then single bytes.
+uint64_t rb_checksum(const void *bytes, size_t count);
+
+/// Reads keys[order[i]] for all n in one read transaction; counts hits in *found and adds each
+/// value's rb_checksum to *checksum.
 int rb_read(rb_store *s, const uint8_t *keys, size_t klen, const uint32_t *order, size_t n,
-            size_t batch, uint64_t *batch_ns, uint64_t *found);
+            size_t batch, uint64_t *batch_ns, uint64_t *found, uint64_t *checksum);
 
 /// Scans the whole store forward or backward in one read transaction. Writes the time of each
-/// batch of rows (up to max_batches), the row count and a checksum of the bytes seen.
+/// batch of rows (up to max_batches), the row count and the sum of the values' rb_checksum.
 int rb_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, size_t max_batches,
             uint64_t *rows, uint64_t *checksum);
 
 /// nscans scans of `len` rows each, from starts[i] (klen bytes each), in one read transaction;
-/// times each scan.
+/// times each scan; the rows seen and the sum of their values' rb_checksum.
 int rb_scans(rb_store *s, const uint8_t *starts, size_t klen, size_t nscans, size_t len,
-             uint64_t *scan_ns, uint64_t *rows);
+             uint64_t *scan_ns, uint64_t *rows, uint64_t *checksum);
 
 #endif

@@ -27,12 +27,14 @@ struct Bench: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Workloads (all by default).") var workloads: [Workload] = Workload.allCases
     @Option(help: "Where to write results.json and results.svg.") var output = "bench-results"
     @Option(help: "Scratch directory for the stores (removed afterwards).") var scratch = NSTemporaryDirectory()
+    @Option(help: "Rounds, interleaved; each figure is the median over them.") var rounds = 5
 
     func validate() throws {
         for engine in engines where !["lmdb", "leveldb", "sqlite"].contains(engine) {
             throw ValidationError("unknown engine \(engine)")
         }
         if records < 1 { throw ValidationError("--records must be positive") }
+        if rounds < 1 { throw ValidationError("--rounds must be positive") }
     }
 
     func run() throws {
@@ -45,20 +47,29 @@ struct Bench: ParsableCommand {
         say("Strata benchmark: \(records) records (16-byte keys, 100-byte values), \(scans) short scans, \(syncTransactions) synced transactions")
         say("Durability: relaxed for every workload but fillsync (LMDB MDB_NOMETASYNC, LevelDB sync=false, SQLite WAL synchronous=NORMAL);")
         say("fillsync: full (LMDB sync, LevelDB sync=true, SQLite synchronous=FULL). LevelDB with Snappy on both sides.")
-        var results: [BenchResult] = []
+        say("Rounds: \(rounds), interleaved (every engine and layer once per round); figures are medians over the rounds.")
+        var perRound: [[BenchResult]] = []
         var sizes: [String: [Layer: UInt64]] = [:]
         var heapGrowth: [String: UInt64] = [:]
-        for engine in engines {
-            for layer in Layer.allCases {
-                let outcome = try measure(engine: engine, layer: layer, data: data, root: root)
-                results += outcome.results
-                sizes[engine, default: [:]][layer] = outcome.size
-                if let growth = outcome.heapGrowth { heapGrowth[engine] = growth }
+        for round in 1...rounds {
+            var results: [BenchResult] = []
+            for engine in engines {
+                var checksums: [Layer: [Workload: UInt64]] = [:]
+                for layer in Layer.allCases {
+                    let outcome = try measure(engine: engine, layer: layer, data: data, root: root, round: rounds > 1 ? round : nil)
+                    results += outcome.results
+                    sizes[engine, default: [:]][layer] = outcome.size
+                    if let growth = outcome.heapGrowth { heapGrowth[engine] = max(heapGrowth[engine] ?? 0, growth) }
+                    checksums[layer] = outcome.checksums
+                }
+                try Self.checkChecksums(checksums, engine: engine)
             }
+            perRound.append(Report.rate(results))
         }
-        let rated = Report.rate(results)
+        let rated = Report.medians(perRound)
         say("")
         say(Report.table(rated, sizes: sizes, heapGrowth: heapGrowth, records: records))
+        say(Report.targets(rated, sizes: sizes, valueBytes: UInt64(records * (BenchData.keyLength + BenchData.valueLength)), rounds: rounds))
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let json = (output as NSString).appendingPathComponent("results.json")
         let svg = (output as NSString).appendingPathComponent("results.svg")
@@ -71,10 +82,22 @@ struct Bench: ParsableCommand {
         var results: [BenchResult] = []
         var size: UInt64 = 0
         var heapGrowth: UInt64?
+        /// Each read workload's value checksum (``BenchTarget/checksum``), for the workloads that ran.
+        var checksums: [Workload: UInt64] = [:]
+    }
+
+    /// Every layer must have read the same value bytes as raw C.
+    static func checkChecksums(_ checksums: [Layer: [Workload: UInt64]], engine: String) throws {
+        guard let raw = checksums[.raw] else { return }
+        for (layer, sums) in checksums where layer != .raw {
+            for (workload, sum) in sums where raw[workload] != nil && raw[workload] != sum {
+                throw BenchFailure(description: "\(engine) \(layer.rawValue) \(workload.rawValue): value checksum \(sum), raw C read \(raw[workload]!)")
+            }
+        }
     }
 
     /// Runs the selected workloads on fresh stores of one engine and layer.
-    func measure(engine: String, layer: Layer, data: BenchData, root: String) throws -> Outcome {
+    func measure(engine: String, layer: Layer, data: BenchData, root: String, round: Int? = nil) throws -> Outcome {
         var outcome = Outcome()
         let base = "\(root)/\(engine)-\(layer == .raw ? "raw" : layer.rawValue)"
         func open(_ name: String, durable: Bool) throws -> BenchTarget {
@@ -87,9 +110,10 @@ struct Bench: ParsableCommand {
             case .view: return ViewTarget(store: try Store(engine: try Self.openEngine(engine, path, options)), data: data)
             }
         }
-        func run(_ workload: Workload, operations: Int, opsPerBatch: Int, _ body: () throws -> [UInt64]) throws {
-            guard workloads.contains(workload), layer != .view || workload.isScan else { return }
-            let label = "  \(engine) \(layer.rawValue) \(workload.rawValue)…"
+        func runs(_ workload: Workload) -> Bool { workloads.contains(workload) && (layer != .view || workload.isScan) }
+        func run(_ workload: Workload, operations: Int, opsPerBatch: Int, _ target: BenchTarget, _ body: () throws -> [UInt64]) throws {
+            guard runs(workload) else { return }
+            let label = "  \(round.map { "round \($0): " } ?? "")\(engine) \(layer.rawValue) \(workload.rawValue)…"
             let ticker = Ticker(label)
             let allocationsBefore = HeapProbe.allocations()
             let start = now()
@@ -98,32 +122,34 @@ struct Bench: ParsableCommand {
             ticker.stop()
             let allocations = Double(HeapProbe.allocations() - allocationsBefore) / Double(operations)
             let timings = Timings(batchNanos: nanos, opsPerBatch: opsPerBatch)
-            let result = BenchResult(engine: engine, layer: layer, workload: workload, operations: operations, seconds: seconds,
+            var result = BenchResult(engine: engine, layer: layer, workload: workload, operations: operations, seconds: seconds,
                                      p50Micros: timings.percentile(0.5), p99Micros: timings.percentile(0.99),
                                      allocationsPerOperation: allocations)
+            if workload == .fillseq && layer != .raw { result.heapHighWater = target.heapHighWater }
+            if [.readrandom, .scanforward, .scanreverse, .scan100].contains(workload) { outcome.checksums[workload] = target.checksum }
             say(" \(Report.rate(result.opsPerSecond)) ops/s")
             outcome.results.append(result)
         }
         let n = data.count, batch = min(1_000, n)
         if workloads.contains(.fillseq) && layer != .view {
             let target = try open("seq", durable: false)
-            try run(.fillseq, operations: n, opsPerBatch: batch) { try target.fill(data.sequentialOrder, perTransaction: n, batch: batch) }
+            try run(.fillseq, operations: n, opsPerBatch: batch, target) { try target.fill(data.sequentialOrder, perTransaction: n, batch: batch) }
             try target.close()
         }
         let target = try open("random", durable: false)
-        try run(.fillrandom, operations: n, opsPerBatch: batch) { try target.fill(data.randomOrder, perTransaction: 1_000, batch: batch) }
+        try run(.fillrandom, operations: n, opsPerBatch: batch, target) { try target.fill(data.randomOrder, perTransaction: 1_000, batch: batch) }
         if !workloads.contains(.fillrandom) || layer == .view { _ = try target.fill(data.randomOrder, perTransaction: 1_000, batch: batch) }
-        try run(.readrandom, operations: n, opsPerBatch: batch) { try target.read(data.randomOrder, batch: batch) }
-        try run(.scanforward, operations: n, opsPerBatch: batch) { try target.scan(reverse: false, batch: batch) }
-        try run(.scanreverse, operations: n, opsPerBatch: batch) { try target.scan(reverse: true, batch: batch) }
-        try run(.scan100, operations: data.scanStarts.count, opsPerBatch: 1) { try target.scans(length: 100) }
+        try run(.readrandom, operations: n, opsPerBatch: batch, target) { try target.read(data.randomOrder, batch: batch) }
+        try run(.scanforward, operations: n, opsPerBatch: batch, target) { try target.scan(reverse: false, batch: batch) }
+        try run(.scanreverse, operations: n, opsPerBatch: batch, target) { try target.scan(reverse: true, batch: batch) }
+        try run(.scan100, operations: data.scanStarts.count, opsPerBatch: 1, target) { try target.scans(length: 100) }
         if layer == .record { outcome.heapGrowth = (target as? RecordTarget)?.scanHeapGrowth }
         try target.close()
         outcome.size = Self.directorySize("\(base)-random")
         if workloads.contains(.fillsync) {
             let synced = try open("sync", durable: true)
             let count = min(syncTransactions, n)
-            try run(.fillsync, operations: count, opsPerBatch: 1) {
+            try run(.fillsync, operations: count, opsPerBatch: 1, synced) {
                 try synced.fill(Array(data.randomOrder.prefix(count)), perTransaction: 1, batch: 1)
             }
             try synced.close()

@@ -13,6 +13,63 @@ enum Report {
         }
     }
 
+    /// Each (engine, layer, workload)'s median over interleaved rounds: the round whose throughput
+    /// is the median supplies the figures, and the ratio to raw C is the median of each round's
+    /// ratio (raw C ran next to it in the same round).
+    static func medians(_ rounds: [[BenchResult]]) -> [BenchResult] {
+        guard let first = rounds.first else { return [] }
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        }
+        return first.map { shape in
+            let same = rounds.compactMap { $0.first { $0.engine == shape.engine && $0.layer == shape.layer && $0.workload == shape.workload } }
+            var chosen = same.sorted { $0.opsPerSecond < $1.opsPerSecond }[same.count / 2]
+            let ratios = same.compactMap(\.ratioToRaw)
+            chosen.ratioToRaw = ratios.isEmpty ? nil : median(ratios)
+            let heaps = same.compactMap(\.heapHighWater)
+            chosen.heapHighWater = heaps.isEmpty ? nil : heaps.max()
+            chosen.rounds = same.count
+            return chosen
+        }
+    }
+
+    /// The speed issue's targets, each met or missed on the medians.
+    static func targets(_ results: [BenchResult], sizes: [String: [Layer: UInt64]], valueBytes: UInt64, rounds: Int) -> String {
+        var lines = ["Targets (medians of \(rounds) round\(rounds == 1 ? "" : "s"); ratio to raw C):"]
+        func ratio(_ engine: String, _ layer: Layer, _ workload: Workload) -> Double? {
+            results.first { $0.engine == engine && $0.layer == layer && $0.workload == workload }?.ratioToRaw
+        }
+        func line(_ what: String, _ value: Double?, _ target: Double, must: Bool, format: String = "%.2f", atMost: Bool = false) {
+            guard let value else { return }
+            let met = atMost ? value <= target : value >= target
+            lines.append("  \(met ? "met   " : must ? "MISSED" : "missed") \(what): \(String(format: format, value)) (\(atMost ? "≤" : "≥") \(String(format: format, target))\(must ? "" : ", aim"))")
+        }
+        let fillseqTarget = ["lmdb": 0.75, "leveldb": 0.85, "sqlite": 0.8]
+        let scanAim = ["lmdb": 0.4, "leveldb": 0.6, "sqlite": 0.5]
+        for engine in Set(results.map(\.engine)).sorted() {
+            for workload in Workload.allCases { line("\(engine) engine \(workload.rawValue)", ratio(engine, .engine, workload), 0.9, must: true) }
+            line("\(engine) record readrandom", ratio(engine, .record, .readrandom), 0.9, must: true)
+            line("\(engine) record fillseq", ratio(engine, .record, .fillseq), fillseqTarget[engine] ?? 0.8, must: true)
+            if let size = sizes[engine], let raw = size[.raw], raw > 0 {
+                for layer in [Layer.engine, .record] {
+                    line("\(engine) \(layer.rawValue) size on disk / raw C", size[layer].map { Double($0) / Double(raw) }, 1.1, must: true, atMost: true)
+                }
+            }
+            let heapLimit = engine == "leveldb" || engine == "lmdb" ? 1.5 : 0.1  // amendment 9: LMDB mallocs its dirty pages
+            for layer in [Layer.engine, .record] {
+                let heap = results.first { $0.engine == engine && $0.layer == layer && $0.workload == .fillseq }?.heapHighWater
+                line("\(engine) \(layer.rawValue) fillseq heap high-water / bytes written", heap.map { Double($0) / Double(valueBytes) }, heapLimit,
+                     must: true, atMost: true)
+            }
+            for workload in [Workload.scanforward, .scanreverse, .scan100] {
+                line("\(engine) record \(workload.rawValue)", ratio(engine, .record, workload), scanAim[engine] ?? 0.5, must: false)
+                line("\(engine) view \(workload.rawValue)", ratio(engine, .view, workload), 0.6, must: false)
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
     /// 1234567 → "1.23M"
     static func rate(_ value: Double) -> String {
         switch value {

@@ -44,7 +44,7 @@ final class BenchData {
     /// A random permutation of 0..<count, and the identity.
     let randomOrder: [UInt32]
     let sequentialOrder: [UInt32]
-    /// Start keys of the short scans.
+    /// Start keys of the short scans: the first key of a random group of 1,000.
     let scanStarts: [Int]
     static let keyLength = 16, valueLength = 100
 
@@ -64,7 +64,9 @@ final class BenchData {
         var order = sequentialOrder
         order.shuffle(using: &rng)
         randomOrder = order
-        scanStarts = (0..<scans).map { _ in Int.random(in: 0..<count, using: &rng) }
+        // At a record group's first key, so that every layer's scan (the record layer's starts
+        // at a group) reads the same 100 rows and their checksums can be compared.
+        scanStarts = (0..<scans).map { _ in Int.random(in: 0..<count, using: &rng) / 1_000 * 1_000 }
     }
 
     deinit {
@@ -93,8 +95,13 @@ struct BenchResult: Codable {
     var p50Micros: Double
     var p99Micros: Double
     var allocationsPerOperation: Double
-    /// The figure divided by raw C's for the same engine and workload.
+    /// The figure divided by raw C's for the same engine and workload (across rounds: the median
+    /// of each round's ratio).
     var ratioToRaw: Double?
+    /// fillseq: the heap's high-water mark above its start during the one transaction, in bytes.
+    var heapHighWater: UInt64?
+    /// The rounds this figure is the median of.
+    var rounds = 1
 
     var opsPerSecond: Double { Double(operations) / seconds }
 }
