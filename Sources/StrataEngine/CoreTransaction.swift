@@ -50,9 +50,12 @@ final class CoreTransaction: KeyValueWriter {
         // Writes are refused while the body runs, also for a missing key, on every engine.
         lent += 1
         defer { lent -= 1 }
-        if overlay != nil, let own = pendingValue(key) {
-            guard let value = own else { return try body(nil) }
-            return try value.withUnsafeBytes { try body($0) }
+        if overlay != nil {
+            switch pendingValue(key) {
+            case .untouched: break
+            case .deleted: return try body(nil)
+            case let .value(value): return try body(value)
+            }
         }
         // The caller's errors are wrapped on their way through the storage, so that only the
         // storage's own errors break the transaction. (No generic local such as `R?` here: this
@@ -103,7 +106,7 @@ final class CoreTransaction: KeyValueWriter {
         if let max = limits.maxValueLength, value.count > max { throw EngineError.valueTooLarge(length: value.count, limit: max) }
         try count(bytes: key.count + value.count)
         do { try writer.put(value, forKey: key) } catch { throw broken(error) }
-        if overlayIndexed { overlay?.set(Array(key), Array(value)) }
+        if overlayIndexed { overlay?.set(key, value) }
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
@@ -111,7 +114,7 @@ final class CoreTransaction: KeyValueWriter {
         let writer = try writableCheck()
         try count(bytes: key.count)
         do { try writer.delete(key) } catch { throw broken(error) }
-        if overlayIndexed { overlay?.set(Array(key), nil) }
+        if overlayIndexed { overlay?.set(key, nil) }
     }
 
     func clear(_ range: KeyRange) throws -> Int {
@@ -128,8 +131,10 @@ final class CoreTransaction: KeyValueWriter {
             return true
         }
         for key in doomed {
-            do { try key.withUnsafeBytes { try writer.delete($0) } } catch { throw broken(error) }
-            overlay?.set(key, nil)  // the scan above indexed the overlay
+            try key.withUnsafeBytes { key in
+                do { try writer.delete(key) } catch { throw broken(error) }
+                overlay?.set(key, nil)  // the scan above indexed the overlay
+            }
         }
         return doomed.count
     }
@@ -178,20 +183,17 @@ final class CoreTransaction: KeyValueWriter {
 
     // MARK: The overlay of pending writes
 
-    /// This transaction's own value for `key`: `.some(nil)` when it deleted it, `nil` when it
-    /// did not touch it.
-    private func pendingValue(_ key: UnsafeRawBufferPointer) -> [UInt8]?? {
+    /// What this transaction did to `key`.
+    private func pendingValue(_ key: UnsafeRawBufferPointer) -> PendingWrites.Lookup {
         indexOverlay()
-        return overlay?.lookup(key)
+        return overlay?.lookup(key) ?? .untouched
     }
 
     /// Builds the overlay from the storage's buffered writes, once.
     private func indexOverlay() {
         guard !overlayIndexed, let buffered = writer as? BufferedStorageWriteTransaction else { return }
         overlayIndexed = true
-        buffered.replayBufferedWrites { key, value in
-            overlay?.set(Array(key), value.map { Array($0) })
-        }
+        buffered.replayBufferedWrites { key, value in overlay?.set(key, value) }
     }
 
     /// Walks the snapshot and the pending writes together, in order, at most `limit` pairs: a
@@ -202,15 +204,14 @@ final class CoreTransaction: KeyValueWriter {
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         indexOverlay()
-        guard var pending = overlay, !pending.isEmpty else {
+        guard let pending = overlay, !pending.isEmpty else {
             return try reader.scan(range, reverse: reverse, limit: limit, visit)
         }
-        let keys = pending.sortedKeys()
-        overlay = pending
+        let slots = pending.sortedSlots()
         // The pending keys inside the range, in the scan's direction.
-        let start = range.lower.map { keys.firstIndex(atOrAbove: $0.key, inclusive: $0.inclusive) } ?? 0
-        let end = range.upper.map { keys.firstIndex(atOrAbove: $0.key, inclusive: !$0.inclusive) } ?? keys.count
-        let ownKeys = start < end ? keys[start..<end] : []
+        let start = range.lower.map { pending.firstIndex(in: slots, atOrAbove: $0.key, inclusive: $0.inclusive) } ?? 0
+        let end = range.upper.map { pending.firstIndex(in: slots, atOrAbove: $0.key, inclusive: !$0.inclusive) } ?? slots.count
+        let ownKeys = start < end ? slots[start..<end] : []
         var next = reverse ? ownKeys.endIndex - 1 : ownKeys.startIndex
         var stopped = false
         var visited = 0
@@ -225,14 +226,13 @@ final class CoreTransaction: KeyValueWriter {
         /// scan order. A pending key equal to `stored` is visited in its place (`shadowed`).
         func emitOwn(before stored: UnsafeRawBufferPointer?, shadowed: inout Bool) throws {
             while !stopped, ownKeys.indices.contains(next) {
-                let key = ownKeys[next]
-                let order = stored.map { s in key.withUnsafeBytes { Bytewise.compare($0, s) } }
+                let slot = Int(ownKeys[next])
+                let key = pending.key(slot)
+                let order = stored.map { Bytewise.compare(key, $0) }
                 if let order, (reverse ? -order : order) > 0 { return }
                 if order == 0 { shadowed = true }
                 next += reverse ? -1 : 1
-                if let value = pending.value(key) {
-                    try key.withUnsafeBytes { k in try value.withUnsafeBytes { try emit(k, $0) } }
-                }
+                if let value = pending.value(slot) { try emit(key, value) }
                 if order == 0 { return }
             }
         }

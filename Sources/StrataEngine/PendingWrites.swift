@@ -1,49 +1,174 @@
+import Foundation
+
 /// The writes of a transaction that the storage cannot read back (its write transactions do not
 /// see their own writes), indexed so the transaction can: by key for `get`, in key order for scans.
 ///
-/// A `nil` value is a pending delete (a tombstone that hides the stored value). Keys are kept in
-/// insertion order and sorted lazily when a scan needs them; sequential writes stay sorted.
-struct PendingWrites {
-    private var values: [[UInt8]: [UInt8]?] = [:]
-    private var order: [[UInt8]] = []
+/// Every write is copied once into an arena of large chunks that never move: a 16-byte header (key
+/// and value lengths; a delete has no value), the key, the value. A key's newest entry is found
+/// through an open-addressing table of slot numbers, hashed over the key's bytes eight at a time.
+/// An overwrite appends a new entry and repoints the key's slot (the old bytes stay until the
+/// transaction ends). So a million writes cost one copy each and three small arrays, not two
+/// arrays per key in a dictionary. Slots are kept in first-write order and sorted lazily when a
+/// scan needs them; sequential writes stay sorted.
+///
+/// Buffers lent by ``lookup(_:)``, ``key(_:)`` and ``value(_:)`` stay valid until the overlay is
+/// freed (the end of the transaction).
+final class PendingWrites {
+    /// What the transaction did to a key.
+    enum Lookup {
+        case untouched
+        case deleted
+        case value(UnsafeRawBufferPointer)
+    }
+
+    private static let chunkSize = 1 << 20
+    private static let headerSize = 16
+    private static let deleted = UInt64.max
+
+    private var chunks: [UnsafeMutableRawPointer] = []
+    private var cursor: UnsafeMutableRawPointer?
+    private var room = 0
+    /// Per distinct key (its slot), the newest entry.
+    private var entries: [UnsafeMutableRawPointer] = []
+    /// Slot + 1 per bucket, 0 for an empty one; the capacity is a power of two, at most half full.
+    private var table: [Int32] = []
+    /// Slots in first-write order until a scan sorts them by key.
+    private var order: [Int32] = []
     private var sorted = true
 
-    var isEmpty: Bool { values.isEmpty }
+    init() {}
 
-    /// `.some(nil)`: deleted in this transaction; `nil`: not touched by it.
-    func lookup(_ key: UnsafeRawBufferPointer) -> [UInt8]?? {
-        values[Array(key)]
+    deinit {
+        for chunk in chunks { chunk.deallocate() }
     }
 
-    mutating func set(_ key: [UInt8], _ value: [UInt8]?) {
-        if values.updateValue(value, forKey: key) == nil {
-            if let last = order.last, sorted, Bytewise.compare(last, key) > 0 { sorted = false }
-            order.append(key)
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// Records a put (`value` non-nil) or a delete of `key`.
+    func set(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer?) {
+        let entry = append(key, value)
+        let hash = Self.hash(key)
+        if let slot = find(key, hash: hash) {
+            entries[slot] = entry
+            return
         }
+        if (entries.count + 1) * 2 > table.count { grow() }
+        let slot = entries.count
+        entries.append(entry)
+        insert(slot, hash: hash)
+        if sorted, let last = order.last, Bytewise.compare(self.key(Int(last)), key) > 0 { sorted = false }
+        order.append(Int32(slot))
     }
 
-    /// The pending keys in bytewise order, sorting them first when needed.
-    mutating func sortedKeys() -> [[UInt8]] {
+    /// What the transaction did to `key`.
+    func lookup(_ key: UnsafeRawBufferPointer) -> Lookup {
+        guard !entries.isEmpty, let slot = find(key, hash: Self.hash(key)) else { return .untouched }
+        return value(slot).map { .value($0) } ?? .deleted
+    }
+
+    /// The slots in key order, sorting them first when needed.
+    func sortedSlots() -> [Int32] {
         if !sorted {
-            order.sort { Bytewise.compare($0, $1) < 0 }
+            order.sort { Bytewise.compare(key(Int($0)), key(Int($1))) < 0 }
             sorted = true
         }
         return order
     }
 
-    /// The pending value for a key known to be pending.
-    func value(_ key: [UInt8]) -> [UInt8]? { values[key]! }
-}
+    /// The key of a slot.
+    func key(_ slot: Int) -> UnsafeRawBufferPointer {
+        let entry = entries[slot]
+        return UnsafeRawBufferPointer(start: entry + Self.headerSize, count: Int(entry.loadUnaligned(as: UInt64.self)))
+    }
 
-extension Array where Element == [UInt8] {
-    /// The index of the first key at or above (or above, when `!inclusive`) `bound`.
-    func firstIndex(atOrAbove bound: [UInt8], inclusive: Bool) -> Int {
-        var low = 0, high = count
-        while low < high {
-            let mid = (low + high) / 2
-            let c = Bytewise.compare(self[mid], bound)
-            if c < 0 || (c == 0 && !inclusive) { low = mid + 1 } else { high = mid }
+    /// The newest value of a slot's key; nil when the transaction deleted it.
+    func value(_ slot: Int) -> UnsafeRawBufferPointer? {
+        let entry = entries[slot]
+        let keyCount = Int(entry.loadUnaligned(as: UInt64.self))
+        let valueCount = entry.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+        if valueCount == Self.deleted { return nil }
+        return UnsafeRawBufferPointer(start: entry + Self.headerSize + keyCount, count: Int(valueCount))
+    }
+
+    /// The index in `slots` (sorted) of the first key at or above (or above, when `!inclusive`) `bound`.
+    func firstIndex(in slots: [Int32], atOrAbove bound: [UInt8], inclusive: Bool) -> Int {
+        bound.withUnsafeBytes { bound in
+            var low = 0, high = slots.count
+            while low < high {
+                let mid = (low + high) / 2
+                let c = Bytewise.compare(key(Int(slots[mid])), bound)
+                if c < 0 || (c == 0 && !inclusive) { low = mid + 1 } else { high = mid }
+            }
+            return low
         }
-        return low
+    }
+
+    // MARK: The arena
+
+    /// Copies an entry into the arena and returns where it starts.
+    private func append(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer?) -> UnsafeMutableRawPointer {
+        let size = (Self.headerSize + key.count + (value?.count ?? 0) + 7) & ~7
+        if size > room {
+            let capacity = max(Self.chunkSize, size)
+            let chunk = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+            chunks.append(chunk)
+            cursor = chunk
+            room = capacity
+        }
+        let entry = cursor!
+        entry.storeBytes(of: UInt64(key.count), as: UInt64.self)
+        entry.storeBytes(of: value.map { UInt64($0.count) } ?? Self.deleted, toByteOffset: 8, as: UInt64.self)
+        if let base = key.baseAddress { (entry + Self.headerSize).copyMemory(from: base, byteCount: key.count) }
+        if let value, let base = value.baseAddress { (entry + Self.headerSize + key.count).copyMemory(from: base, byteCount: value.count) }
+        cursor = entry + size
+        room -= size
+        return entry
+    }
+
+    // MARK: The table
+
+    private func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> Int? {
+        guard !table.isEmpty else { return nil }
+        let mask = table.count - 1
+        var bucket = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let stored = Int(table[bucket])
+            if stored == 0 { return nil }
+            let candidate = self.key(stored - 1)
+            if candidate.count == key.count && (key.count == 0 || memcmp(candidate.baseAddress!, key.baseAddress!, key.count) == 0) {
+                return stored - 1
+            }
+            bucket = (bucket + 1) & mask
+        }
+    }
+
+    private func insert(_ slot: Int, hash: UInt64) {
+        let mask = table.count - 1
+        var bucket = Int(truncatingIfNeeded: hash) & mask
+        while table[bucket] != 0 { bucket = (bucket + 1) & mask }
+        table[bucket] = Int32(slot + 1)
+    }
+
+    private func grow() {
+        table = [Int32](repeating: 0, count: max(64, table.count * 2))
+        for slot in entries.indices { insert(slot, hash: Self.hash(key(slot))) }
+    }
+
+    /// A hash of the key's bytes, eight at a time (Swift's `Hasher` takes one byte per call).
+    private static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(key.count)
+        var offset = 0
+        while offset + 8 <= key.count {
+            h = (h ^ key.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+            offset += 8
+        }
+        var tail: UInt64 = 0
+        while offset < key.count {
+            tail = tail << 8 | UInt64(key[offset])
+            offset += 1
+        }
+        h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
+        return h ^ (h >> 29)
     }
 }
