@@ -2,6 +2,7 @@
 // adapter's default, address space only), MDB_NOMETASYNC when not durable, the unnamed database.
 #include "common.h"
 #include <lmdb.h>
+#include <errno.h>
 #include <stdlib.h>
 
 typedef struct { rb_store base; MDB_env *env; MDB_dbi dbi; } lmdb_store;
@@ -107,10 +108,17 @@ static const rb_ops lmdb_ops = { lmdb_fill, lmdb_read, lmdb_scan, lmdb_scans, lm
 rb_store *rb_lmdb_open(const char *dir, int durable) {
     lmdb_store *l = calloc(1, sizeof *l);
     l->base.ops = &lmdb_ops;
-    int rc = mdb_env_create(&l->env);
-    if (!rc) rc = mdb_env_set_mapsize(l->env, (size_t)64 << 30);
-    if (!rc) rc = mdb_env_set_maxreaders(l->env, 256);
-    if (!rc) rc = mdb_env_open(l->env, dir, MDB_NOTLS | (durable ? 0 : MDB_NOMETASYNC), 0644);
+    // As the adapter: a map that does not fit the address space (valgrind, ulimit -v) falls back
+    // to smaller ones, down to 1 GiB.
+    int rc;
+    for (size_t map = (size_t)64 << 30;; map /= 8) {
+        rc = mdb_env_create(&l->env);
+        if (!rc) rc = mdb_env_set_mapsize(l->env, map);
+        if (!rc) rc = mdb_env_set_maxreaders(l->env, 256);
+        if (!rc) rc = mdb_env_open(l->env, dir, MDB_NOTLS | (durable ? 0 : MDB_NOMETASYNC), 0644);
+        if (!(rc == ENOMEM || rc == EINVAL) || map <= (size_t)1 << 30) break;
+        mdb_env_close(l->env);
+    }
     MDB_txn *txn = NULL;
     if (!rc) rc = mdb_txn_begin(l->env, NULL, 0, &txn);
     if (!rc) rc = mdb_dbi_open(txn, NULL, 0, &l->dbi);

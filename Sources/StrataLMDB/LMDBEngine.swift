@@ -123,17 +123,33 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         }
     }
 
+    /// The smallest map tried when the configured one does not fit the address space.
+    static let smallestFallbackMap = 1 << 30
+
     private func open() throws(EngineError) {
-        try check(mdb_env_create(&env), "creating the environment", path: path)
-        try check(mdb_env_set_mapsize(env, lmdbOptions.mapSize), "setting the map size", path: path)
-        try check(mdb_env_set_maxreaders(env, UInt32(lmdbOptions.maxReaders)), "setting max readers", path: path)
         var flags = UInt32(MDB_NOTLS)
         if options.mode == .readOnly { flags |= UInt32(MDB_RDONLY) }
         // Relaxed: skip only the meta page's sync. Without MDB_NOSYNC's unsynced data pages a
         // machine crash can lose the latest commits but never leave a meta page pointing at
         // pages that did not reach the disk.
         if options.durability == .relaxed { flags |= UInt32(MDB_NOMETASYNC) }
-        try check(mdb_env_open(env, path, flags, 0o644), "opening the environment", path: path)
+        var mapSize = lmdbOptions.mapSize
+        while true {
+            try check(mdb_env_create(&env), "creating the environment", path: path)
+            try check(mdb_env_set_mapsize(env, mapSize), "setting the map size", path: path)
+            try check(mdb_env_set_maxreaders(env, UInt32(lmdbOptions.maxReaders)), "setting max readers", path: path)
+            let rc = mdb_env_open(env, path, flags, 0o644)
+            if rc == MDB_SUCCESS { break }
+            // A large map may not fit the address space this process may use (ulimit -v, valgrind):
+            // LMDB cannot map it (ENOMEM, or EINVAL from mmap). The map is a starting point that
+            // grows, so open with a smaller one. A failed open leaves only mdb_env_close.
+            mdb_env_close(env)
+            env = nil
+            guard rc == ENOMEM || rc == EINVAL, mapSize > Self.smallestFallbackMap else {
+                throw lmdbError(rc, "opening the environment", path: path)
+            }
+            mapSize = max(Self.smallestFallbackMap, mapSize / 8)
+        }
         // Free the reader slots of processes that died inside a read transaction (kill -9).
         var stale: Int32 = 0
         if options.mode != .readOnly { try check(mdb_reader_check(env, &stale), "clearing stale readers", path: path) }

@@ -176,14 +176,15 @@ extension Array: FieldValue where Element: FieldValue {
     public static var fieldFormat: FieldFormat { Element.self == UInt8.self ? FieldFormat("bytes") : .wrapping("array", Element.fieldFormat) }
     @inlinable
     public func encode(to fields: inout FieldWriter) {
-        if let bytes = self as? [UInt8] { return fields.writeBytes(bytes) }
+        // The same type, told apart without a cast (a cast converts element by element).
+        if Element.self == UInt8.self { return fields.writeBytes(unsafeBitCast(self, to: [UInt8].self)) }
         fields.writeVarint(UInt64(count))
         for element in self { element.encode(to: &fields) }
     }
 
     @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> [Element] {
-        if Element.self == UInt8.self { return Array<UInt8>(try fields.readBytes()) as! [Element] }
+        if Element.self == UInt8.self { return unsafeBitCast(Array<UInt8>(try fields.readBytes()), to: [Element].self) }
         let count = try fields.readCount()
         var result: [Element] = []
         result.reserveCapacity(count)

@@ -172,6 +172,13 @@ struct LMDBTests {
         #expect(try store.withReadTransaction { ctx in try Blob.select(in: ctx).count } == 3_100)
     }
 
+    @Test("with 4 GB of address space (ulimit -v), the default 64 GiB map falls back to a smaller one: the store opens and writes")
+    func mapFitsAddressSpace() throws {
+        let run = try runProgram("/bin/sh", ["-c", "ulimit -v 4000000 && exec \"$0\" demo", strataTool])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("lmdb     last three people, descending: Zorg, Ruby, Leeloo"), "\(run.output)")
+    }
+
     @Test("the map grows while readers of this process are open")
     func mapGrowthWithReaders() throws {
         let dir = TemporaryDirectory()
