@@ -1,3 +1,5 @@
+import Foundation
+
 /// Strings and byte strings: a type code, the bytes with every `00` written as `00 FF`, then a
 /// `00` terminator. The escape keeps NUL bytes inside a component; the terminator sorts below
 /// every byte that can follow it, so ("a", "z") sorts before ("ab", "a") and a string sorts
@@ -52,7 +54,7 @@ extension String: KeyComponent {
         try key.expect(TypeCode.string, for: "a String")
         let start = key.offset
         let bytes = try key.readEscaped()
-        guard let string = String(validating: bytes, as: UTF8.self) else {
+        guard let string = bytes.withUnsafeBytes({ String.strataValidating($0) }) else {
             throw KeyDecodingError(offset: start, reason: .invalidUTF8)
         }
         return string
@@ -70,5 +72,20 @@ extension Array: KeyComponent where Element == UInt8 {
     public static func decode(from key: inout KeyReader) throws(KeyDecodingError) -> [UInt8] {
         try key.expect(TypeCode.bytes, for: "bytes")
         return try key.readEscaped()
+    }
+}
+
+extension String {
+    /// `bytes` as a String when they are valid UTF-8, else nil: the same answer as
+    /// `String(validating:as:)`, in half its time for a 100-byte field (that initializer runs a
+    /// generic path for raw buffers). Decoding repairs invalid bytes, so the decoded string is
+    /// compared with the input: any repair makes them differ.
+    @inlinable
+    package static func strataValidating(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var string = bytes.withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
+        let same = string.withUTF8 { utf8 in
+            utf8.count == bytes.count && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+        }
+        return same ? string : nil
     }
 }

@@ -97,7 +97,7 @@ extension String: FieldValue {
     @inlinable
     public static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> String {
         let start = fields.offset
-        guard let string = String(validating: try fields.readBytes(), as: UTF8.self) else {
+        guard let string = String.strataValidating(try fields.readBytes()) else {
             throw FieldDecodingError(offset: start, reason: "string bytes are not UTF-8")
         }
         return string

@@ -55,6 +55,15 @@ struct DecodingErrorTests {
         #expect(throws: KeyDecodingError(offset: 0, reason: .overflow("UInt32"))) { try decoded(encoded(-1), as: UInt32.self) }
         #expect(throws: KeyDecodingError(offset: 0, reason: .nonCanonical("integer with a leading zero byte"))) { try decoded(hexBytes("16 00 05"), as: Int.self) }
         #expect(throws: KeyDecodingError(offset: 1, reason: .invalidUTF8)) { try decoded(hexBytes("02 C3 00"), as: String.self) }
+        // A truncated 4-byte sequence repairs to one U+FFFD of the same length (3 bytes): the
+        // bytes, not only the length, must be compared.
+        #expect(throws: KeyDecodingError(offset: 1, reason: .invalidUTF8)) { try decoded(hexBytes("02 F0 9F 98 00"), as: String.self) }
+        for invalid in ["F0 9F 98", "ED A0 80", "C0 AF", "FF", "61 80 62"] {
+            #expect(hexBytes(invalid).withUnsafeBytes { String.strataValidating($0) } == nil, "\(invalid)")
+        }
+        for valid in ["", "61", "EF BF BD", "F0 9F 98 80 00 7A", "E2 82 AC"] {
+            #expect(hexBytes(valid).withUnsafeBytes { String.strataValidating($0) } == String(validating: hexBytes(valid), as: UTF8.self), "\(valid)")
+        }
         #expect(throws: KeyDecodingError(offset: 2, reason: .trailingBytes(1))) { try decoded(hexBytes("15 01 00"), as: Int.self) }
         #expect(throws: KeyDecodingError(offset: 0, reason: .unknownRawValue("Suit"))) { try decoded(encoded("joker"), as: Suit.self) }
         #expect(throws: KeyDecodingError(offset: 9, reason: .nonCanonical("Double -0.0"))) { try decoded(hexBytes("21 7F FF FF FF FF FF FF FF"), as: Double.self) }
