@@ -10,7 +10,7 @@ test test-long conformance bench-etcd: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
 # The C compiler for the LD_PRELOAD shims: the system's, or the toolchain's clang.
 SHIM_CC := $(shell command -v cc || command -v clang)
 
-.PHONY: run test test-long deps conformance bench-long bench-etcd crash powerloss clean
+.PHONY: run test test-long deps conformance bench-long bench-peers bench-etcd crash powerloss clean
 
 run: deps
 	swift build -c release --product strata
@@ -76,6 +76,13 @@ conformance: deps
 bench-long: deps
 	swift build -c release --product strata
 	.build/release/strata bench --records 1000000 --output bench-results-1m
+
+# The peers: Strata's record layer on every engine beside GRDB 7.10's record API on SQLite, the
+# workloads W1-W5 of peers.md (1M records, 3 interleaved rounds, medians). A package of its own under
+# Benchmarks/Peers, so that run and test never build GRDB (it also builds the macro's swift-syntax).
+bench-peers: deps
+	swift build -c release --package-path Benchmarks/Peers --product strata-peers
+	Benchmarks/Peers/.build/release/strata-peers
 
 # The record layer on local etcd clusters of 1 and 3 members beside the embedded engines.
 bench-etcd: deps
