@@ -15,6 +15,10 @@ final class LMDBTransaction: StorageWriteTransaction {
     private let room: LMDBMapRoom?
     /// The LMDB transaction id the body's reads belong to.
     private let txnID: Int
+    /// The storage's main database and file bounds, fixed once it is open: held here so that a
+    /// read does not reach them through the unowned `storage` (a retain and release per value).
+    private let dbi: MDB_dbi
+    private let bounds: LMDBFileBounds
 
     /// A read transaction (`room` nil), or a write transaction with the map's room.
     init(storage: LMDBStorage, txn: OpaquePointer, room: LMDBMapRoom? = nil) {
@@ -22,6 +26,8 @@ final class LMDBTransaction: StorageWriteTransaction {
         self.txn = txn
         self.room = room
         txnID = mdb_txn_id(txn)
+        dbi = storage.dbi
+        bounds = storage.bounds
         // An unknown MDB_txn layout, or a map already near its end: log from the first write.
         if let room, !room.readable || room.isNearEnd(txn, writing: 0) {
             log = WriteLog()
@@ -33,7 +39,7 @@ final class LMDBTransaction: StorageWriteTransaction {
 
     func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         var k = MDB_val(key), v = MDB_val()
-        let rc = mdb_get(txn, storage.dbi, &k, &v)
+        let rc = mdb_get(txn, dbi, &k, &v)
         if rc == MDB_NOTFOUND { return try body(nil) }
         try check(rc, "reading a key", path: storage.path)
         return try body(lend(v, key: key))
@@ -44,7 +50,7 @@ final class LMDBTransaction: StorageWriteTransaction {
     @inline(__always)
     private func lend(_ value: MDB_val, key: UnsafeRawBufferPointer) throws(EngineError) -> UnsafeRawBufferPointer {
         if _slowPath(value.mv_size == LMDBStorage.subDatabaseRecordSize) { try storage.refuseSubDatabase(value, key: key) }
-        try storage.bounds.requireInFile(value)
+        try bounds.requireInFile(value)
         return value.buffer
     }
 
@@ -96,7 +102,7 @@ final class LMDBTransaction: StorageWriteTransaction {
 
     private func openCursor(in transaction: OpaquePointer? = nil) throws(EngineError) -> OpaquePointer {
         var cursor: OpaquePointer?
-        try check(mdb_cursor_open(transaction ?? txn, storage.dbi, &cursor), "opening a cursor", path: storage.path)
+        try check(mdb_cursor_open(transaction ?? txn, dbi, &cursor), "opening a cursor", path: storage.path)
         return cursor!
     }
 
@@ -150,7 +156,7 @@ final class LMDBTransaction: StorageWriteTransaction {
             let order = mrc != MDB_SUCCESS ? 1 : trc != MDB_SUCCESS ? -1 : Bytewise.compare(mk.buffer, tk.buffer)
             // The transaction's own values are in its dirty pages or pages it wrote; an unchanged
             // value is the same bytes in the map (same address), compared only when that differs.
-            if order < 0 || (order == 0 && !Self.sameValue(mv, tv, bounds: storage.bounds)) { log.recordPut(mk.buffer, mv.buffer) }
+            if order < 0 || (order == 0 && !Self.sameValue(mv, tv, bounds: bounds)) { log.recordPut(mk.buffer, mv.buffer) }
             if order > 0 { log.recordDelete(tk.buffer) }
             if order <= 0 { mrc = mdb_cursor_get(mine, &mk, &mv, MDB_NEXT) }
             if order >= 0 { trc = mdb_cursor_get(theirs, &tk, &tv, MDB_NEXT) }
@@ -192,11 +198,11 @@ final class LMDBTransaction: StorageWriteTransaction {
         case let .put(key, value):
             try checkReplaced(key)
             var k = MDB_val(key), v = MDB_val(value)
-            return (mdb_put(txn, storage.dbi, &k, &v, 0), 0)
+            return (mdb_put(txn, dbi, &k, &v, 0), 0)
         case let .delete(key):
             try checkReplaced(key)
             var k = MDB_val(key)
-            let rc = mdb_del(txn, storage.dbi, &k, nil)
+            let rc = mdb_del(txn, dbi, &k, nil)
             return (rc == MDB_NOTFOUND ? MDB_SUCCESS : rc, 0)
         case let .clear(range):
             return try clearNow(range)
@@ -209,20 +215,20 @@ final class LMDBTransaction: StorageWriteTransaction {
     /// missing: replacing or deleting it is how a user repairs the store.
     @inline(__always)
     private func checkReplaced(_ key: UnsafeRawBufferPointer) throws(EngineError) {
-        guard _slowPath(storage.bounds.active) else { return }
+        guard _slowPath(bounds.active) else { return }
         var k = MDB_val(key), v = MDB_val()
-        guard mdb_get(txn, storage.dbi, &k, &v) == MDB_SUCCESS else { return }
+        guard mdb_get(txn, dbi, &k, &v) == MDB_SUCCESS else { return }
         try checkFirstPage(v)
     }
 
     @inline(__always)
     private func checkFirstPage(_ value: MDB_val) throws(EngineError) {
-        do { try storage.bounds.requireInFile(MDB_val(mv_size: min(value.mv_size, 1), mv_data: value.mv_data)) } catch { try fail(error) }
+        do { try bounds.requireInFile(MDB_val(mv_size: min(value.mv_size, 1), mv_data: value.mv_data)) } catch { try fail(error) }
     }
 
     private func clearNow(_ range: ResolvedRange) throws(EngineError) -> (rc: Int32, removed: Int) {
         var cursor: OpaquePointer?
-        var rc = mdb_cursor_open(txn, storage.dbi, &cursor)
+        var rc = mdb_cursor_open(txn, dbi, &cursor)
         guard rc == MDB_SUCCESS else { return (rc, 0) }
         defer { mdb_cursor_close(cursor) }
         var k = MDB_val(), v = MDB_val()
