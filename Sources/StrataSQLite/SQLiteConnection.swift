@@ -8,6 +8,26 @@ final class SQLiteConnection {
     let path: String
     private var cache: [String: OpaquePointer] = [:]
     private var checkedOut: Set<String> = []
+    /// The point read and write statements, in slots of their own (see ``withHotStatement(_:_:)``).
+    private let hotSlots = HotStatement.allCases.map { _ in HotSlot() }
+
+    /// The statements of every point read, put and delete.
+    enum HotStatement: Int, CaseIterable {
+        case get, put, delete
+
+        var sql: String {
+            switch self {
+            case .get: "SELECT v FROM kv WHERE k = ?1"
+            case .put: "INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)"
+            case .delete: "DELETE FROM kv WHERE k = ?1"
+            }
+        }
+    }
+
+    private final class HotSlot {
+        var statement: OpaquePointer?
+        var lent = false
+    }
 
     init(file: String, storePath: String, readOnly: Bool, create: Bool, timeout: Duration) throws(EngineError) {
         path = storePath
@@ -29,6 +49,7 @@ final class SQLiteConnection {
 
     deinit {
         for statement in cache.values { sqlite3_finalize(statement) }
+        for slot in hotSlots { sqlite3_finalize(slot.statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -39,6 +60,30 @@ final class SQLiteConnection {
             repeat { rc = sqlite3_step(statement) } while rc == SQLITE_ROW
             try check(rc, handle, "executing \(sql)", path: path)
         }
+    }
+
+    /// Lends a point read's or write's statement, prepared once and reset afterwards. These run
+    /// once per key, where the cache's string-keyed lookups (four per call) cost more than SQLite's
+    /// own work on a small row. Every parameter is bound anew before each step, so the bindings
+    /// are not cleared. A statement already lent (a read inside a read's body) falls back to the
+    /// cache, which makes a twin.
+    @inline(__always)
+    func withHotStatement<R>(_ hot: HotStatement, _ body: (OpaquePointer) throws -> R) throws -> R {
+        let slot = hotSlots[hot.rawValue]
+        guard !slot.lent else { return try withStatement(hot.sql, body) }
+        if slot.statement == nil {
+            var prepared: OpaquePointer?
+            let rc = sqlite3_prepare_v3(handle, hot.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+            try check(rc, handle, "preparing \(hot.sql)", path: path)
+            slot.statement = prepared
+        }
+        let statement = slot.statement!
+        slot.lent = true
+        defer {
+            sqlite3_reset(statement)
+            slot.lent = false
+        }
+        return try body(statement)
     }
 
     /// Lends the prepared statement for `sql`, reset and cleared afterwards. Statements are

@@ -47,7 +47,7 @@ final class SQLiteTransaction: StorageWriteTransaction {
     // MARK: Reads
 
     func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        try connection.withStatement("SELECT v FROM kv WHERE k = ?1") { statement in
+        try connection.withHotStatement(.get) { statement in
             key.bindBlob(to: statement, at: 1)
             let rc = sqlite3_step(statement)
             guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw sqliteError(rc, connection.handle, "reading a key", path: storage.path) }
@@ -97,15 +97,19 @@ final class SQLiteTransaction: StorageWriteTransaction {
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
         try checkStillOpen()
-        try run("INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)", "writing a key") { statement in
+        try connection.withHotStatement(.put) { statement in
             key.bindBlob(to: statement, at: 1)
             value.bindBlob(to: statement, at: 2)
+            try step(statement, "writing a key")
         }
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
         try checkStillOpen()
-        try run("DELETE FROM kv WHERE k = ?1", "deleting a key") { key.bindBlob(to: $0, at: 1) }
+        try connection.withHotStatement(.delete) { statement in
+            key.bindBlob(to: statement, at: 1)
+            try step(statement, "deleting a key")
+        }
     }
 
     func clear(_ range: ResolvedRange) throws -> Int {
@@ -115,13 +119,6 @@ final class SQLiteTransaction: StorageWriteTransaction {
                 try step(statement, "clearing a range")
                 return Int(sqlite3_changes(connection.handle))
             }
-        }
-    }
-
-    private func run(_ sql: String, _ operation: String, bind: (OpaquePointer) throws -> Void) throws {
-        try connection.withStatement(sql) { statement in
-            try bind(statement)
-            try step(statement, operation)
         }
     }
 
