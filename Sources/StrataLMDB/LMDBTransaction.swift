@@ -41,7 +41,7 @@ final class LMDBTransaction: StorageWriteTransaction {
         var k = MDB_val(key), v = MDB_val()
         let rc = mdb_get(txn, dbi, &k, &v)
         if rc == MDB_NOTFOUND { return try body(nil) }
-        try check(rc, "reading a key", path: storage.path)
+        if rc != MDB_SUCCESS { try check(rc, "reading a key", path: storage.path) }  // the path only on failure: no retains per read
         return try body(lend(v, key: key))
     }
 

@@ -44,7 +44,7 @@ final class LevelDBTransaction: BufferedStorageWriteTransaction {
         var length = 0
         var err: UnsafeMutablePointer<CChar>?
         let value = leveldb_get(db, readOptions, key.chars, key.count, &length, &err)
-        try check(err, "reading a key", path: storage.path)
+        if err != nil { try check(err, "reading a key", path: storage.path) }  // the path only on failure: no retains per read
         // The C API copies the value into a malloc'd buffer (an empty value is a non-NULL malloc(0)).
         guard let value else { return try body(nil) }
         defer { leveldb_free(value) }
