@@ -11,7 +11,7 @@ enum StoreDirectory {
     /// - `.openExisting`, `.readOnly`: refuses a missing directory or one without the marker.
     ///
     /// Returns what a new store must make durable once its engine created its files (see
-    /// ``syncCreation(_:_:)``), or `nil` for an existing store.
+    /// ``syncCreation(_:_:engine:)``), or `nil` for an existing store.
     @discardableResult
     static func prepare(_ path: String, marker: String, mode: OpenMode) throws(EngineError) -> Creation? {
         let fm = FileManager.default

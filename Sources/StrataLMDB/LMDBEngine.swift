@@ -31,7 +31,7 @@ public struct LMDBOptions: Sendable, Hashable {
 /// A writer waits for another process's write transaction for as long as it runs: LMDB's writer
 /// lock cannot be waited on with a bound, so ``EngineOptions/timeout`` does not apply to it.
 ///
-/// The map grows by itself ( ``LMDBOptions/mapSize``). Growing remaps the file, so the writer
+/// The map grows by itself (``LMDBOptions/mapSize``). Growing remaps the file, so the writer
 /// that grows it first waits for every read transaction of this process to end, and new ones
 /// wait meanwhile: a read transaction held open for a long time delays such a write for as long
 /// (no error). A reader that waits for that writer would wait forever: keep read transactions
@@ -273,8 +273,8 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     private func growBeforeWriting() throws {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
-        let wanted = LMDBMapRoom.wantedMapSize(mapSize: info.me_mapsize, pageSize: pageSize, usedPages: info.me_last_pgno + 1)
-        if wanted > info.me_mapsize { try growMap(toAtLeast: wanted) }
+        let minimum = LMDBMapRoom.minimumMapSize(pageSize: pageSize, usedPages: info.me_last_pgno + 1)
+        if minimum > info.me_mapsize { try growMap(toAtLeast: minimum) }  // in doublings
     }
 
     /// Begins an LMDB transaction, adopting a map grown by another process when LMDB asks.

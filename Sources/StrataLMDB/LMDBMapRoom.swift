@@ -10,7 +10,7 @@ import CLMDB
 /// - LMDB takes a page past the used ones only in `mdb_page_alloc`, which fails when the
 ///   transaction's next page plus the pages wanted reach the map's end (`me_maxpg`). So a write
 ///   cannot fail that way while the next page is further from the end than the most that write and
-///   the commit could take (``isNearEnd(writing:)``): then nothing is logged.
+///   the commit could take (``isNearEnd(_:writing:)``): then nothing is logged.
 /// - Before a write transaction begins, the map is grown (readers of this process drained) when the
 ///   room left is less than the pages used: a transaction must write about as much as the whole
 ///   store before it nears the end.
@@ -63,13 +63,9 @@ struct LMDBMapRoom {
         return next + write + Self.commitPages(nextPage: next) >= maxPages
     }
 
-    /// The map size a store of `usedPages` should have before a write begins: at least twice the
-    /// pages used plus what one write and the commit take, in doublings of `mapSize`; `mapSize`
-    /// itself when that is enough.
-    static func wantedMapSize(mapSize: Int, pageSize: Int, usedPages: Int) -> Int {
-        let wanted = (2 * usedPages + pagesPerWrite + commitPages(nextPage: usedPages)) * pageSize
-        var size = mapSize
-        while size < wanted { size *= 2 }
-        return size
+    /// The smallest map, in bytes, a store of `usedPages` should have before a write begins: twice
+    /// the pages used plus what one write and the commit take.
+    static func minimumMapSize(pageSize: Int, usedPages: Int) -> Int {
+        (2 * usedPages + pagesPerWrite + commitPages(nextPage: usedPages)) * pageSize
     }
 }
