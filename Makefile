@@ -6,11 +6,13 @@ SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
 # The tests also run the etcd engine on local clusters they start (and stop by PID).
 PACKAGES = $(SYSTEM_PACKAGES)
 test test-long conformance bench-etcd: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
+# The documentation check reads the symbol graphs with Python.
+docs: PACKAGES = $(SYSTEM_PACKAGES) python3
 
 # The C compiler for the LD_PRELOAD shims: the system's, or the toolchain's clang.
 SHIM_CC := $(shell command -v cc || command -v clang)
 
-.PHONY: run test test-long deps conformance bench-long bench-peers bench-etcd crash powerloss clean
+.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-etcd crash powerloss clean
 
 run: deps
 	swift build -c release --product strata
@@ -22,6 +24,7 @@ test: deps
 	swift build --build-tests
 	swift test --skip-build
 	bash Tests/CompileChecks/run.sh
+	bash Tests/Docs/code-blocks.sh README.md Sources/*/*.docc/*.md
 	bash Tests/Fixtures/check-sqlite-only.sh
 	.build/debug/strata conformance --engine all
 	.build/debug/strata-etcd conformance --members 3 --differential 2000
@@ -34,6 +37,18 @@ test: deps
 	.build/debug/strata power-loss-test --engine all --losses 20 --durability relaxed --shim .build/powerloss.so
 	.build/debug/strata prepare-crash-test --engine all --kills 20
 	.build/debug/strata prepare-race-test --engine all --rounds 6
+
+# The DocC catalogs (the record layer, the engine core, the key codec), built with warnings as
+# errors (a broken ``link`` fails), after checking that every public declaration of every library
+# module has a documentation comment. Archives in .build/plugins/Swift-DocC/outputs.
+DOC_TARGETS = $(LIBRARY_MODULES)
+LIBRARY_MODULES := StrataEngine StrataLMDB StrataLevelDB StrataSQLite StrataMemory StrataKeyCodec \
+  StrataRecords StrataMacros StrataBundledEngines Strata StrataConformance StrataRecordConformance \
+  StrataEtcd StrataEtcdCluster StrataStoreTools
+docs: deps
+	swift package dump-symbol-graph --minimum-access-level public >/dev/null
+	python3 Tests/Docs/undocumented.py "$$(swift build --show-bin-path)/../symbolgraph" $(LIBRARY_MODULES)
+	swift package generate-documentation $(foreach t,$(DOC_TARGETS),--target $(t)) --warnings-as-errors
 
 # make test with the full counts: the etcd engine's fault tests with larger loads (STRATA_TEST_LONG=1:
 # 2 processes x 8 tasks x 40 increments, 800 transactions across each member kill, 200 lost commit

@@ -52,6 +52,9 @@ let package = Package(
         // Any swift-syntax from 600 up to 603 (checked with 600.0.1, 602.0.0 and 603.0.1), so apps
         // with other macro packages can resolve one version.
         .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"604.0.0"),
+        // `make docs` only: a command plugin, built when documentation is generated, never by
+        // `swift build`.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // C libraries, through the system's packages.
@@ -73,14 +76,14 @@ let package = Package(
         .target(name: "StrataEtcdCluster"),
 
         // The order-preserving key codec. Uses the core's KeyRange type; no engine.
-        .target(name: "StrataKeyCodec", dependencies: ["StrataEngine"], exclude: ["KeyEncoding.md"]),
+        .target(name: "StrataKeyCodec", dependencies: ["StrataEngine"]),
 
         // CRC-32C, the record checksum: the CPU's instruction where it has one, chosen at run time.
         .target(name: "CCRC32C"),
 
         // The record layer: records, Store (engine picked at init), typed queries. No adapter:
         // each engine's `Store(.x(…))` choice comes with its adapter module.
-        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C"], exclude: ["RecordFormat.md"]),
+        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C"]),
 
         // The @IndexKeyRecord macro: the compiler plugin, and the library that declares it.
         .macro(

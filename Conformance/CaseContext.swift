@@ -4,6 +4,7 @@ import StrataEngine
 /// What a case works with: a fresh directory, the engine's opener, and assertions that throw a
 /// ``ConformanceFailure`` describing the expected and the actual result.
 public final class CaseContext: @unchecked Sendable {
+    /// The engine the case runs on, as given to the suite.
     public let engine: EngineUnderTest
     /// A fresh, empty directory for this case's store.
     public let directory: String
@@ -64,6 +65,7 @@ public final class CaseContext: @unchecked Sendable {
 /// A broken rule: what was expected and what happened.
 public struct ConformanceFailure: Error, CustomStringConvertible {
     public let description: String
+    /// A failure reported as `description` (the case's report line shows it verbatim).
     public init(_ description: String) { self.description = description }
 }
 
@@ -101,7 +103,7 @@ public func expectError<R>(_ expected: EngineError, _ what: @autoclosure () -> S
     }
 }
 
-/// Checks that `body` throws an ``EngineError`` matching `matches` (for errors carrying a path).
+/// Checks that `body` throws an `EngineError` matching `matches` (for errors carrying a path).
 public func expectError<R>(_ what: @autoclosure () -> String, matching matches: (EngineError) -> Bool, _ body: () throws -> R) throws {
     do {
         let result = try body()
@@ -130,8 +132,11 @@ func hex(_ bytes: [UInt8]) -> String {
 
 /// A key-value pair with equality, for comparing scan results.
 public struct Pair: Equatable, Sendable {
+    /// The pair's key bytes.
     public var key: [UInt8]
+    /// The pair's value bytes (possibly empty).
     public var value: [UInt8]
+    /// The pair `key` = `value`.
     public init(_ key: [UInt8], _ value: [UInt8]) { self.key = key; self.value = value }
 }
 
@@ -174,6 +179,8 @@ func referenceScan(_ keys: [[UInt8]], _ range: KeyRange, reverse: Bool = false, 
 /// A deterministic generator (SplitMix64), so every failure can be replayed from its seed.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
+    /// A generator whose sequence is fixed by `seed`: the same seed gives the same numbers on every
+    /// platform and run.
     public init(seed: UInt64) { state = seed }
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15

@@ -26,6 +26,8 @@ public struct ConformancePeer: Sendable {
     /// Its arguments before the store's directory.
     public let arguments: [String]
 
+    /// The command that runs `executable` with `arguments`; the suite appends the store's
+    /// directory as the last argument when it starts the process.
     public init(executable: String, arguments: [String]) {
         self.executable = executable
         self.arguments = arguments

@@ -15,6 +15,8 @@ import StrataEngine
 /// instance opened once in a scratch directory): the suite's cross-check cases then hold the
 /// declaration to the engine's behaviour.
 public struct EngineUnderTest: Sendable, CustomStringConvertible {
+    /// The name reports and failure messages give the engine (an `EngineKind`'s own name when
+    /// made from one).
     public let name: String
     /// The capabilities the engine declares; cases that need one it lacks are skipped and
     /// listed as such (only things an engine may legitimately lack are capabilities).
@@ -26,7 +28,7 @@ public struct EngineUnderTest: Sendable, CustomStringConvertible {
     /// may ignore it.
     public let open: @Sendable (_ directory: String, _ options: EngineOptions) throws -> any KeyValueEngine
     /// The second process multi-process cases drive (see ``ConformancePeer``). An engine that
-    /// declares ``EngineCapabilities/multiProcess`` without one fails those cases.
+    /// declares `EngineCapabilities.multiProcess` without one fails those cases.
     public var peer: ConformancePeer?
     /// Where the engine keeps a store: directories (the default), or the engine's own mapping
     /// of a path onto its namespace (see ``StoreLocations``).
@@ -78,6 +80,9 @@ public struct ConformanceCase: Sendable {
     public let requires: EngineCapabilities
     let body: @Sendable (CaseContext) throws -> Void
 
+    /// A case `group`/`name` that runs `body` on a fresh ``CaseContext``, skipped on engines that
+    /// lack any of `requires` (none by default). The case fails when `body` throws, or when closing
+    /// the stores it opened does.
     public init(_ group: String, _ name: String, requires: EngineCapabilities = [], _ body: @escaping @Sendable (CaseContext) throws -> Void) {
         self.group = group
         self.name = name
@@ -91,12 +96,18 @@ public struct ConformanceCase: Sendable {
 
 /// The outcome of a run.
 public struct ConformanceReport: Sendable, CustomStringConvertible {
+    /// A case that failed, and why.
     public struct Failure: Sendable {
+        /// The case's ``ConformanceCase/id`` (`group/name`).
         public let caseID: String
+        /// What the case threw: for a broken rule, the expected and the actual result.
         public let message: String
     }
+    /// The engine's ``EngineUnderTest/name``.
     public let engine: String
+    /// The ids of the cases that passed, in the order they ran.
     public internal(set) var passed: [String] = []
+    /// The cases that failed, in the order they ran.
     public internal(set) var failures: [Failure] = []
     /// Cases not run, with the capability they need.
     public internal(set) var skipped: [String] = []
@@ -111,7 +122,7 @@ public struct ConformanceReport: Sendable, CustomStringConvertible {
     }
 }
 
-/// The conformance suite: every rule of the ``KeyValueEngine`` contract as named cases.
+/// The conformance suite: every rule of the `KeyValueEngine` contract as named cases.
 /// `Conformance/README.md` states the same rules in words.
 public enum ConformanceSuite {
     /// Every case, grouped.

@@ -23,6 +23,7 @@ public protocol StoreLocations: Sendable {
 
 /// Stores in directories: entries are files, the object at a path is a regular file.
 public struct FileLocations: StoreLocations {
+    /// Locations in the local file system, through `FileManager`; no state of its own.
     public init() {}
 
     public func entries(at path: String) throws -> [String]? {

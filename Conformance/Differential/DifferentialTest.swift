@@ -2,13 +2,17 @@ import Foundation
 import StrataEngine
 
 /// The differential test: random operation logs run against an engine and against
-/// ``ReferenceModel``; every result must be identical. A failure reports the seed and a shrunk
+/// `ReferenceModel`; every result must be identical. A failure reports the seed and a shrunk
 /// log (steps and operations removed while it still fails), small enough to read.
 public enum DifferentialTest {
     /// The outcome of one run.
     public struct Report: Sendable, CustomStringConvertible {
+        /// The engine's ``EngineUnderTest/name``.
         public let engine: String
+        /// The seed the log was generated from: running again with it replays the same log.
         public let seed: UInt64
+        /// How many operations the log held: at least the number asked for, since whole steps are
+        /// generated (opening or closing a held reader counts as one).
         public let operations: Int
         /// `nil` when the engine matched the model on every operation.
         public let failure: String?

@@ -2,10 +2,16 @@ import StrataEngine
 
 /// One operation inside a transaction of a differential log.
 public enum Operation: Sendable, Equatable, CustomStringConvertible {
+    /// Stores the value (second) under the key (first), replacing any value there.
     case put([UInt8], [UInt8])
+    /// Removes the key, if present.
     case delete([UInt8])
+    /// Removes every key in the range; the result is how many were removed.
     case clear(KeyRange)
+    /// Reads the key's value: `nil` when absent.
     case get([UInt8])
+    /// The pairs in the range in ascending key order (descending when `reverse`), at most `limit`
+    /// of them (all when `nil`).
     case scan(KeyRange, reverse: Bool, limit: Int?)
 
     var isWrite: Bool {
@@ -77,6 +83,7 @@ public struct LogGenerator {
     private var openReaders: [Int] = []
     private var nextReader = 0
 
+    /// A generator whose logs are fixed by `seed`, so a failing log can be regenerated from it.
     public init(seed: UInt64) {
         var random = SeededRandom(seed: seed)
         var pool = Set<[UInt8]>([[0x00], [0xFF], [0xFF, 0xFF], [0x00, 0x00], [0x7F], [0x80], [0x61], [0x61, 0x00]])

@@ -4,7 +4,7 @@ import StrataConformance
 /// indexes to behave as on every bundled engine (ordered scans in both directions, limits, reading
 /// a transaction's own writes, atomic commits and rollbacks, as the record layer uses them).
 ///
-/// Run them beside the engine cases, on the same ``StrataConformance/EngineUnderTest``:
+/// Run them beside the engine cases, on the same `EngineUnderTest`:
 ///
 /// ```swift
 /// let engine = try EngineUnderTest(name: "mine") { directory, options in try MyEngine(path: directory, options: options) }

@@ -11,9 +11,13 @@
 ///
 /// and either hand it out as it is or wrap it in a type of their own (``CoreBackedEngine``).
 public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
+    /// The adapter's declaration: the name, capabilities and limits this engine reports, the
+    /// limits the core enforces, and how it treats the storage (marker file, reads of own writes).
     public let declaration: EngineDeclaration
     /// The store's directory, or `nil` for storage without one.
     public let path: String?
+    /// The options the store was opened with; in ``OpenMode/readOnly`` mode `write` throws
+    /// ``EngineError/readOnly(path:)`` before the storage is asked for a transaction.
     public let options: EngineOptions
     /// The storage underneath (for adapter-specific queries such as LMDB's map size).
     public let storage: any KeyValueStorage
@@ -103,6 +107,8 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
     }
 
     /// ``write(_:)-(_)`` on a transaction thread, off the cooperative pool.
+    /// Runs the synchronous `body` in a write transaction on a thread of its own, outside Swift's
+    /// cooperative pool: waiting for the writer slot blocks that thread, never the pool.
     public func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R {
         try await writeOnTransactionThread(body)
     }
@@ -118,6 +124,8 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
 /// An engine type of an adapter that wraps a ``CoreEngine``: the engine requirements are
 /// forwarded to it, so the adapter's type adds only what is its own (options, file names).
 public protocol CoreBackedEngine: KeyValueEngine {
+    /// The core that keeps the contract for this engine: the same instance for the engine's whole
+    /// life, since every transaction and `close()` is forwarded to it.
     var core: CoreEngine { get }
 }
 
@@ -125,13 +133,20 @@ extension CoreBackedEngine {
     public var engineName: String { core.engineName }
     public var capabilities: EngineCapabilities { core.capabilities }
     public var limits: EngineLimits { core.limits }
+    /// Runs `body` in a read transaction of ``CoreBackedEngine/core``, on one snapshot of the store.
     public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R { try core.read(body) }
+    /// Runs `body` in a write transaction of ``CoreBackedEngine/core``: it commits when `body`
+    /// returns and rolls back (rethrowing) when `body` throws. Waits while another writer runs.
     public func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R { try core.write(body) }
     // Spelled out: otherwise Swift takes the synchronous read/write above as the witnesses of
     // the async requirements, and async transactions would run on the cooperative pool.
+    /// Runs the synchronous `body` in a read transaction on a thread of its own, outside Swift's
+    /// cooperative pool, and returns its result to the awaiting task.
     public func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R {
         try await readOnTransactionThread(body)
     }
+    /// Runs the synchronous `body` in a write transaction on a thread of its own, outside Swift's
+    /// cooperative pool: waiting for the writer slot blocks that thread, never the pool.
     public func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R {
         try await writeOnTransactionThread(body)
     }

@@ -18,6 +18,8 @@ public struct EngineConfiguration: Sendable {
     public let path: String?
     private let opener: @Sendable (EngineOptions) throws -> any KeyValueEngine
 
+    /// The engine `name` (its ``KeyValueEngine/engineName``) with its store at `path` (`nil` when
+    /// it has none); `open` opens it with the options ``open(_:)`` is given, once per call.
     public init(name: String, path: String?, open: @escaping @Sendable (EngineOptions) throws -> any KeyValueEngine) {
         self.name = name
         self.path = path
@@ -33,11 +35,14 @@ public struct EngineConfiguration: Sendable {
 /// A kind of engine, for code that opens stores of any kind in directories of its choosing
 /// (tests, tools, benchmarks): its name, its declaration and how to configure it for a path.
 public struct EngineKind: Sendable, CustomStringConvertible {
+    /// The kind's name, its declaration's ``EngineDeclaration/name`` (such as `"lmdb"`).
     public let name: String
     /// What the engine declares (capabilities and limits).
     public let declaration: EngineDeclaration
     private let configure: @Sendable (String) -> EngineConfiguration
 
+    /// The kind that `declaration` declares (and names); `configure` makes the configuration of a
+    /// store at a path (engines without a path ignore it). Nothing is opened until ``open(_:_:)``.
     public init(declaration: EngineDeclaration, configure: @escaping @Sendable (_ path: String) -> EngineConfiguration) {
         self.name = declaration.name
         self.declaration = declaration

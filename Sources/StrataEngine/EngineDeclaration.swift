@@ -11,6 +11,8 @@ public struct EngineLimits: Sendable, Hashable {
     /// The most key and value bytes written in one transaction, or `nil`.
     public var maxBytesPerTransaction: Int?
 
+    /// Keys of at most `maxKeyLength` bytes (default ``KeyLimits/maxKeyLength``, 511, which every
+    /// bundled engine keeps); each other limit is `nil`, no limit, unless given.
     public init(
         maxKeyLength: Int = KeyLimits.maxKeyLength, maxValueLength: Int? = nil,
         maxOperationsPerTransaction: Int? = nil, maxBytesPerTransaction: Int? = nil
@@ -27,7 +29,10 @@ public struct EngineLimits: Sendable, Hashable {
 public struct EngineDeclaration: Sendable, Hashable {
     /// A short lowercase name of the storage library, such as `"lmdb"`.
     public var name: String
+    /// What the engine can legitimately lack; conformance cases that need a capability it does
+    /// not declare are skipped.
     public var capabilities: EngineCapabilities
+    /// The sizes the engine accepts; the core enforces them before a primitive runs.
     public var limits: EngineLimits
     /// Whether the storage's write transactions see their own writes. When `false`, the core
     /// keeps an overlay of the pending writes (see ``BufferedStorageWriteTransaction``).
@@ -36,6 +41,8 @@ public struct EngineDeclaration: Sendable, Hashable {
     /// the directory and claims the path. `nil` for storage without a directory (memory, network).
     public var marker: String?
 
+    /// A declaration with, unless given, the default ``EngineLimits`` (511-byte keys, nothing
+    /// else), storage that reads its own writes, and no marker file (no store directory).
     public init(name: String, capabilities: EngineCapabilities, limits: EngineLimits = EngineLimits(),
                 readsOwnWrites: Bool = true, marker: String? = nil) {
         self.name = name

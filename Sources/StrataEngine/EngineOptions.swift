@@ -28,13 +28,17 @@ public enum Durability: Sendable, Hashable {
 
 /// Options shared by every engine. Engine-specific settings live in each adapter's own options.
 public struct EngineOptions: Sendable, Hashable {
+    /// Whether opening may create the store and whether it may be written.
     public var mode: OpenMode
+    /// When a commit reaches the disk.
     public var durability: Durability
     /// How long a primitive may block on I/O that another party holds up (another process's
     /// write lock, a network round trip) before it gives up with an error. Default: 60 s.
     /// Waiting for another writer of the same process is not bounded by it.
     public var timeout: Duration
 
+    /// Options that, unless given, create the store when missing (``OpenMode/create``), sync every
+    /// commit (``Durability/full``) and give up on blocked I/O after 60 seconds.
     public init(mode: OpenMode = .create, durability: Durability = .full, timeout: Duration = .seconds(60)) {
         self.mode = mode
         self.durability = durability

@@ -11,9 +11,14 @@ public enum KeyLimits {
 /// The core hands every scan and clear to the storage in this form, so that empty bounds,
 /// over-long bounds and inverted ranges are handled once, identically for all engines.
 public struct ResolvedRange: Sendable, Hashable {
+    /// One end of a resolved range.
     public struct Bound: Sendable, Hashable {
+        /// The bound's key: from ``KeyRange/resolved(maxKeyLength:)`` never empty and no longer
+        /// than a key, which primitives may rely on.
         public var key: [UInt8]
+        /// Whether a key equal to ``key`` is inside the range.
         public var inclusive: Bool
+        /// A bound at `key`; one made by hand must keep `key` non-empty and no longer than a key.
         public init(key: [UInt8], inclusive: Bool) {
             self.key = key
             self.inclusive = inclusive
@@ -24,6 +29,7 @@ public struct ResolvedRange: Sendable, Hashable {
     /// `nil`: to the last key.
     public var upper: Bound?
 
+    /// A range from `lower` to `upper`; `nil` (the default) leaves that side open.
     public init(lower: Bound? = nil, upper: Bound? = nil) {
         self.lower = lower
         self.upper = upper

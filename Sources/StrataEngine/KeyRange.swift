@@ -13,9 +13,13 @@ public enum KeyBound: Sendable, Hashable {
 /// Bounds may be empty or longer than any key. A range whose lower bound lies above its upper
 /// bound is empty; scanning or clearing it is not an error.
 public struct KeyRange: Sendable, Hashable {
+    /// The low end: keys below it are outside the range.
     public var lower: KeyBound
+    /// The high end: keys above it are outside the range.
     public var upper: KeyBound
 
+    /// The keys between `lower` and `upper`, each ``KeyBound/unbounded`` unless given (so
+    /// `KeyRange()` is every key, as ``all``).
     public init(lower: KeyBound = .unbounded, upper: KeyBound = .unbounded) {
         self.lower = lower
         self.upper = upper

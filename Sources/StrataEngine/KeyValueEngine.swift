@@ -30,7 +30,7 @@
 ///
 /// Implementations are classes that are safe to share between threads and tasks.
 /// Transaction bodies are synchronous: a transaction begins, runs and ends on one thread.
-/// Use ``KeyValueEngine/read(_:)-async`` and ``KeyValueEngine/write(_:)-async`` from async code;
+/// Use the `async` overloads of `read(_:)` and `write(_:)` from async code;
 /// they wait for the writer slot without blocking Swift's cooperative thread pool.
 public protocol KeyValueEngine: AnyObject, Sendable {
     /// A short lowercase name of the storage library, such as `"lmdb"`.

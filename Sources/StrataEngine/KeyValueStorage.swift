@@ -68,7 +68,7 @@ public protocol StorageWriteTransaction: StorageReadTransaction {
     func clear(_ range: ResolvedRange) throws -> Int
 
     /// Makes every write of the transaction durable and visible, atomically. When it throws,
-    /// nothing of the transaction may remain (the core then calls ``end()``).
+    /// nothing of the transaction may remain (the core then calls ``StorageReadTransaction/end()``).
     func commit() throws
 }
 
@@ -99,7 +99,10 @@ public protocol BufferedStorageWriteTransaction: StorageWriteTransaction {
 /// grown file, reopen a handle): the core takes the writer's slot, waits until no read
 /// transaction of this process is running, runs `action`, and begins the read again.
 public struct StorageNeedsExclusiveAccess: Error {
+    /// The change to make alone. An error it throws (or ``EngineError/mustRetry(reason:)`` when
+    /// readers do not finish in time) ends the `read` that asked for it.
     public let action: @Sendable () throws -> Void
+    /// Asks the core to run `action` alone, then begin the read again.
     public init(_ action: @escaping @Sendable () throws -> Void) { self.action = action }
 }
 
@@ -107,6 +110,7 @@ public struct StorageNeedsExclusiveAccess: Error {
 public struct StorageContext: Sendable {
     /// The store's directory (`nil` for storage without one, such as memory).
     public let path: String?
+    /// The options the store is opened with (mode, durability, timeout), for the storage to honour.
     public let options: EngineOptions
     /// Exclusive access for the writer; see ``StorageServices``.
     public let services: StorageServices

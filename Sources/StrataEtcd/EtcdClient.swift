@@ -1,7 +1,7 @@
 import Foundation
 import StrataEngine
 
-/// Errors particular to the etcd engine. The rest surface as ``EngineError``s (limits as
+/// Errors particular to the etcd engine. The rest surface as `EngineError`s (limits as
 /// `transactionTooLarge`, a full cluster as `diskFull`, a lost writer lock as `mustRetry`,
 /// other server errors as `engineFailure` with etcd's gRPC code and message).
 public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {

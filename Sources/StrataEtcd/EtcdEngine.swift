@@ -10,6 +10,8 @@ public struct EtcdOptions: Sendable, Hashable {
     public var endpoints: [String]
     /// A user and password, when the cluster has authentication enabled.
     public var user: String?
+    /// `user`'s password (`nil` is sent as empty; ignored without a user). A refused pair makes
+    /// requests throw ``EtcdError/authenticationFailed(user:detail:)``.
     public var password: String?
     /// Seconds the writer lock outlives a process that died holding it (its lease's TTL): the
     /// longest a crashed writer holds up the others. Default: 10.
@@ -25,6 +27,12 @@ public struct EtcdOptions: Sendable, Hashable {
     /// revisions.
     public var compaction: EtcdCompaction
 
+    /// Options for the cluster at `endpoints` (client URLs, at least one), without
+    /// authentication unless `user` is given. The other defaults are etcd's own server defaults
+    /// (128 operations, 1.5 MiB requests), a 10-second lease and keeping the last 100,000
+    /// revisions; give the cluster's actual `--max-txn-ops` and `--max-request-bytes` when it was
+    /// started with others. The endpoints are parsed, and the cluster reached, only when an
+    /// engine or an ``EtcdKeySpace`` uses the options.
     public init(
         endpoints: [String], user: String? = nil, password: String? = nil, leaseTTL: Int = 10,
         maxTransactionOperations: Int = 128, maxRequestBytes: Int = 1_572_864, compaction: EtcdCompaction = .keepRevisions(100_000)
@@ -53,7 +61,7 @@ public struct EtcdOptions: Sendable, Hashable {
 ///
 /// etcd keeps every revision of every key until the cluster's history is compacted; its backend
 /// grows with each write, and past its space quota (`--quota-backend-bytes`, 2 GiB by default)
-/// the cluster refuses every write (``StrataEngine/EngineError/diskFull(path:)``) until it is
+/// the cluster refuses every write (`EngineError.diskFull(path:)`) until it is
 /// compacted, defragmented and its alarm disarmed (``EtcdKeySpace/recoverSpace()``). Compaction
 /// is cluster-wide: it also ends the history of other stores and programs on the cluster.
 public enum EtcdCompaction: Sendable, Hashable {
@@ -73,7 +81,7 @@ public enum EtcdCompaction: Sendable, Hashable {
 /// - **Where the store is.** A store is a key prefix: it owns the etcd keys that begin with the
 ///   prefix and a zero byte (so `app` and `app2` never overlap), and writes a marker key there
 ///   that every open checks. Keys in the namespace that no Strata store wrote make opening
-///   throw ``StrataEngine/EngineError/notAStore(path:reason:)``, untouched.
+///   throw `EngineError.notAStore(path:reason:)`, untouched.
 /// - **Reads** run at one etcd revision, taken when the transaction begins: a true snapshot,
 ///   also across hosts. A snapshot that the cluster compacts while it is read throws
 ///   ``EtcdError/snapshotCompacted(revision:)``.
@@ -97,7 +105,7 @@ public enum EtcdCompaction: Sendable, Hashable {
 ///   the last 100,000 revisions); compaction frees space for reuse, and defragmentation
 ///   (``EtcdKeySpace/recoverSpace()``) gives it back to the file system.
 /// - **Durability** is etcd's (every commit is in a majority of members' logs);
-///   ``StrataEngine/Durability`` does not change it. ``StrataEngine/EngineOptions/timeout``
+///   `Durability` does not change it. `EngineOptions.timeout`
 ///   bounds every request and the wait for the writer lock (then `locked`).
 /// - **Not supported:** TLS endpoints (`https://`): reach the cluster over a private network
 ///   or through a TLS-terminating proxy.
@@ -105,9 +113,12 @@ public final class EtcdEngine: CoreBackedEngine, @unchecked Sendable {
     /// The longest prefix, in UTF-8 bytes (it is part of every key, against etcd's request size).
     public static let maxPrefixLength = 256
 
+    /// The core engine, over etcd storage that buffers its writes (`readsOwnWrites: false`) and
+    /// claims the store by its endpoints and prefix, so opening it twice in one process throws.
     public let core: CoreEngine
     /// The store's key prefix.
     public let prefix: String
+    /// The cluster options the engine was opened with; its declared limits derive from them.
     public let etcdOptions: EtcdOptions
     @_spi(Testing) public let faults = EtcdFaults()
     private let storage: EtcdStorage

@@ -8,6 +8,9 @@ public final class EtcdKeySpace: @unchecked Sendable {
     private let options: EtcdOptions
     private let timeout: Duration
 
+    /// Access to the cluster `options` reaches, each call bounded by `timeout` (default 30 s,
+    /// then ``EtcdError/unavailable(endpoints:detail:)``). Connects lazily; throws
+    /// `EngineError.invalidArgument` when there is no endpoint or one is not `http://host:port`.
     public init(_ options: EtcdOptions, timeout: Duration = .seconds(30)) throws {
         client = try EtcdClient(options, timeout: timeout)
         self.options = options
@@ -19,10 +22,13 @@ public final class EtcdKeySpace: @unchecked Sendable {
     /// The etcd keys of the store at `prefix` begin with these bytes (the prefix and a zero byte).
     public static func namespace(ofPrefix prefix: String) -> [UInt8] { EtcdLayout(prefix: prefix).namespace }
 
+    /// Stores `value` under the raw etcd key `key` (no store's namespace is added), replacing any
+    /// value. Throws `EngineError.diskFull` when the cluster is out of space.
     public func put(_ value: [UInt8], forKey key: [UInt8]) throws {
         _ = try request("/v3/kv/put", ["key": key.base64, "value": value.base64])
     }
 
+    /// The current value of the raw etcd key `key`, or `nil` when it is absent.
     public func get(_ key: [UInt8]) throws -> [UInt8]? {
         try request("/v3/kv/range", ["key": key.base64]).objects("kvs").first?.bytes("value")
     }

@@ -251,7 +251,9 @@ enum TransportError: Error, CustomStringConvertible {
 
 /// One etcd member's client URL, `http://host:port` (or `host:port`).
 public struct EtcdEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// The host name or address (an IPv6 address without its brackets).
     public let host: String
+    /// The TCP port, 1...65535.
     public let port: Int
 
     /// Parses `http://host:port` or `host:port`. TLS (`https://`) is not supported: see ``EtcdEngine``.

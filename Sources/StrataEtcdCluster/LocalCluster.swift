@@ -13,13 +13,22 @@ import Glibc
 public final class LocalCluster: @unchecked Sendable {
     /// One member: its name, ports, data directory and process.
     public struct Member: Sendable {
+        /// The member's etcd `--name`: `m0`, `m1`, … by position.
         public let name: String
+        /// The loopback port clients (the engine) connect to.
         public let clientPort: Int
+        /// The loopback port the members replicate over.
         public let peerPort: Int
+        /// The member's `--data-dir`, under the cluster's temporary directory; removed by
+        /// ``LocalCluster/stop()``.
         public let dataDirectory: String
+        /// The member's client URL, `http://127.0.0.1:` and ``clientPort``: an endpoint for
+        /// `EtcdOptions`.
         public var clientURL: String { "http://127.0.0.1:\(clientPort)" }
     }
 
+    /// The members, member `i` at index `i` (as ``pid(_:)``, ``kill(_:)`` and ``restart(_:)``
+    /// number them); their ports are fixed once the initializer returns.
     public private(set) var members: [Member]
     private var pids: [Int32?]
     private let flags: [String]

@@ -3,6 +3,9 @@
 /// big-endian bytes; a negative one is `14-n` and the ones' complement of its magnitude's
 /// n bytes. Shorter encodings of the same sign sort by their code, so order holds across lengths.
 extension KeyWriter {
+    /// Appends an integer given as sign and magnitude, in the shortest form: `14` for zero (a zero
+    /// magnitude is zero whatever `negative` says), else `14+n` or `14-n` and the magnitude's n
+    /// big-endian bytes, ones'-complemented when `negative`.
     @inlinable
     public mutating func writeInteger(negative: Bool, magnitude: UInt64) {
         if magnitude == 0 { return write(TypeCode.integerZero) }

@@ -3,7 +3,8 @@
 /// The encoding is order-preserving: for two values `a` and `b` of one type, `a < b` exactly
 /// when the encoded bytes of `a` sort before those of `b` (unsigned bytewise, a proper prefix
 /// first). It is self-delimiting, so components concatenate into composite keys that sort
-/// component by component. `KeyEncoding.md` beside this file is the specification.
+/// component by component. The KeyEncoding article of this module's catalog
+/// (`StrataKeyCodec.docc/KeyEncoding.md`) is the specification.
 public protocol KeyComponent {
     /// Appends this value's encoding.
     func encode(to key: inout KeyWriter)
@@ -29,8 +30,11 @@ public enum KeyCodec {
 
 /// Builds an encoded key, one component after another.
 public struct KeyWriter: Sendable {
+    /// The encoded key so far: the components appended, in order.
     public var bytes: [UInt8]
 
+    /// An empty key with room reserved for `capacity` bytes (default 32), so that typical keys
+    /// are built without reallocating.
     @inlinable
     public init(capacity: Int = 32) {
         bytes = []
@@ -45,6 +49,7 @@ public struct KeyWriter: Sendable {
     @inlinable
     public mutating func write(_ byte: UInt8) { bytes.append(byte) }
 
+    /// Appends raw bytes as they are, unescaped (for the encodings themselves).
     @inlinable
     public mutating func write<S: Sequence<UInt8>>(contentsOf bytes: S) { self.bytes.append(contentsOf: bytes) }
 
@@ -55,6 +60,7 @@ public struct KeyWriter: Sendable {
 
 /// Reads the components of an encoded key, in order.
 public struct KeyReader {
+    /// The encoded key being read, borrowed from the caller (see ``init(_:)``).
     public let bytes: UnsafeRawBufferPointer
     /// The offset of the next unread byte.
     public var offset = 0
@@ -85,6 +91,7 @@ public struct KeyReader {
         return bytes[offset]
     }
 
+    /// Reads the next byte; throws ``KeyDecodingError/Reason/truncated`` at the end of the key.
     @inlinable
     public mutating func readByte() throws(KeyDecodingError) -> UInt8 {
         let byte = try peek()
@@ -115,6 +122,7 @@ public struct KeyReader {
 
 /// A key that could not be decoded: where, and why. Decoding never traps.
 public struct KeyDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Why a key could not be decoded.
     public enum Reason: Sendable, Hashable {
         /// The key ended inside a component.
         case truncated
@@ -134,8 +142,11 @@ public struct KeyDecodingError: Error, Sendable, Hashable, CustomStringConvertib
 
     /// The byte offset in the key where decoding failed.
     public let offset: Int
+    /// Why decoding failed there.
     public let reason: Reason
 
+    /// A failure at byte `offset` of the key (for decoders of custom components;
+    /// ``KeyReader/error(_:)`` makes one at the reader's current offset).
     @inlinable
     public init(offset: Int, reason: Reason) {
         self.offset = offset
@@ -165,16 +176,27 @@ func hexByte(_ byte: UInt8) -> String {
 /// The type codes: the first byte of every component. No code is FF, so FF can never start a
 /// component, and the byte after a string terminator is always another component's code.
 public enum TypeCode {
+    /// `00`: `nil`, an `Optional` with no value. No content; sorts before every value.
     public static let null: UInt8 = 0x00
+    /// `01`: bytes (`[UInt8]`, `Data`): the bytes, each `00` written `00 FF`, then a `00` terminator.
     public static let bytes: UInt8 = 0x01
+    /// `02`: a `String`: its UTF-8 bytes, escaped and terminated as ``TypeCode/bytes`` are.
     public static let string: UInt8 = 0x02
     /// Integers use 0x0C...0x1C: 0x14 is zero, 0x14 ± n a value of n bytes.
     public static let integerZero: UInt8 = 0x14
+    /// `20`: a `Float`: 4 bytes, the IEEE bits big-endian, all bits flipped when the sign bit is
+    /// set, else only the sign bit. −0.0 is stored as +0.0, every NaN as the canonical quiet NaN.
     public static let float: UInt8 = 0x20
+    /// `21`: a `Double`: 8 bytes, transformed as for ``TypeCode/float``.
     public static let double: UInt8 = 0x21
+    /// `26`: `false`. No content; sorts before `true`.
     public static let `false`: UInt8 = 0x26
+    /// `27`: `true`. No content.
     public static let `true`: UInt8 = 0x27
+    /// `30`: a `UUID`: its 16 bytes in RFC 4122 order.
     public static let uuid: UInt8 = 0x30
+    /// `33`: a `Date`: its `timeIntervalSinceReferenceDate` as 8 bytes, encoded as a
+    /// ``TypeCode/double``'s content (exact, no truncation; dates before 2001 sort first).
     public static let date: UInt8 = 0x33
 }
 

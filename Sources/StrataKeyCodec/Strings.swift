@@ -10,6 +10,8 @@ import Foundation
 /// Swift calls them equal. Normalize before storing (e.g. Foundation's
 /// `precomposedStringWithCanonicalMapping`) when equivalent spellings must meet.
 extension KeyWriter {
+    /// Appends `content` with every `00` written as `00 FF`, then the `00` terminator: the
+    /// content of a string or bytes component, whose type code the caller writes first.
     @inlinable
     public mutating func writeEscaped<S: Sequence<UInt8>>(_ content: S) {
         for byte in content {

@@ -11,10 +11,13 @@ public struct LMDBOptions: Sendable, Hashable {
     /// process's read transactions to end, is rare.
     public var mapSize: Int
     /// Read transactions that may be open at once across every process sharing the store.
-    /// Beyond it, starting a read throws ``EngineError/readersFull(limit:)`` (it does not wait).
+    /// Beyond it, starting a read throws `EngineError.readersFull(limit:)` (it does not wait).
     /// Default: 256.
     public var maxReaders: Int
 
+    /// Options with an initial map of `mapSize` bytes (default 64 GiB) and `maxReaders` reader
+    /// slots (default 256). A map this process cannot address is opened smaller (an eighth at a
+    /// time, down to 1 GiB) and grows from there.
     public init(mapSize: Int = 64 << 30, maxReaders: Int = 256) {
         self.mapSize = mapSize
         self.maxReaders = maxReaders
@@ -29,7 +32,7 @@ public struct LMDBOptions: Sendable, Hashable {
 /// with `MDB_WRITEMAP` (a full disk would then kill the process with SIGBUS).
 ///
 /// A writer waits for another process's write transaction for as long as it runs: LMDB's writer
-/// lock cannot be waited on with a bound, so ``EngineOptions/timeout`` does not apply to it.
+/// lock cannot be waited on with a bound, so `EngineOptions.timeout` does not apply to it.
 ///
 /// The map grows by itself (``LMDBOptions/mapSize``). Growing remaps the file, so the writer
 /// that grows it first waits for every read transaction of this process to end, and new ones
@@ -39,21 +42,28 @@ public struct LMDBOptions: Sendable, Hashable {
 ///
 /// Other programs' environments open when their main database is a plain bytewise map. A main
 /// database made with flags (`MDB_DUPSORT`, `MDB_REVERSEKEY`, …) and an environment with named
-/// sub-databases are ``EngineError/notAStore(path:reason:)``: at open, or for sub-databases
+/// sub-databases are `EngineError.notAStore(path:reason:)`: at open, or for sub-databases
 /// between ordinary keys, at the read or write that reaches one. A truncated `data.mdb` is
-/// ``EngineError/corrupt(path:detail:)`` at open, or, when only the overflow pages of large
+/// `EngineError.corrupt(path:detail:)` at open, or, when only the overflow pages of large
 /// values were cut, at the read of such a value (never SIGBUS).
 public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
+    /// LMDB's declaration: name `lmdb`, persistent and multi-process, 511-byte keys, values up to
+    /// `UInt32.max` bytes (LMDB's own bound), no per-transaction limits, storage that reads its own
+    /// writes, and `data.mdb` as the file that marks a store's directory.
     public static let declaration = EngineDeclaration(
         name: "lmdb", capabilities: [.persistent, .multiProcess],
         // MDB_val sizes are size_t, but a value must fit in the map: LMDB's own bound is 32 bits.
         limits: EngineLimits(maxValueLength: Int(UInt32.max)),
         marker: "data.mdb")
 
+    /// The core engine over this store's LMDB environment and main database; it keeps the contract.
     public let core: CoreEngine
     /// The store's directory.
     public let path: String
+    /// The options the store was opened with.
     public var options: EngineOptions { core.options }
+    /// The LMDB settings the store was opened with; ``LMDBEngine/mapSize`` is the map's size now,
+    /// which growth may have taken past `lmdbOptions.mapSize`.
     public let lmdbOptions: LMDBOptions
     private let storage: LMDBStorage
 
@@ -77,7 +87,7 @@ public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
     var writeLogStarts: (fromBegin: Int, midway: Int) { storage.writeLogStarts }
 
     /// The environment's flags as LMDB reports them (`mdb_env_get_flags`): always `MDB_NOTLS`;
-    /// `MDB_NOMETASYNC` under ``StrataEngine/Durability/relaxed`` (data pages are synced at every
+    /// `MDB_NOMETASYNC` under `Durability.relaxed` (data pages are synced at every
     /// commit, the meta page is not, so a machine crash loses at most the latest commits and
     /// never the store's integrity; `MDB_NOSYNC` could leave a corrupt file and is never used).
     public var environmentFlags: UInt32 { storage.environmentFlags }

@@ -16,6 +16,8 @@ public struct LevelDBOptions: Sendable, Hashable {
     /// every LevelDB reader.
     public var bloomFilterBits: Int
 
+    /// Options that, unless given, compress blocks with Snappy, keep LevelDB's own cache and
+    /// memtable sizes (`0`: 8 MiB and 4 MiB) and write a Bloom filter of 10 bits per key.
     public init(compression: Bool = true, cacheSize: Int = 0, writeBufferSize: Int = 0, bloomFilterBits: Int = 10) {
         self.compression = compression
         self.cacheSize = cacheSize
@@ -31,20 +33,32 @@ public struct LevelDBOptions: Sendable, Hashable {
 /// the engine core merges the batch's pending writes into the transaction's own reads.
 ///
 /// Only one process may open a store (LevelDB's `LOCK` file): a second opener fails with
-/// ``EngineError/locked(path:)``. In `.readOnly` mode Strata refuses writes, but LevelDB may
+/// `EngineError.locked(path:)`. In `.readOnly` mode Strata refuses writes, but LevelDB may
 /// still tidy its own files (replay its log into a table) when it opens.
 public final class LevelDBEngine: CoreBackedEngine, @unchecked Sendable {
+    /// LevelDB's declaration: name `leveldb`, persistent but one process at a time (no
+    /// `multiProcess`), 511-byte keys, values up to `UInt32.max` bytes (a batch record's 32-bit
+    /// length), no per-transaction limits, storage that does not read its own writes (the core
+    /// overlays the pending batch), and `CURRENT` as the file that marks a store's directory.
     public static let declaration = EngineDeclaration(
         name: "leveldb", capabilities: [.persistent],
         // A batch record holds a value's length as a 32-bit varint.
         limits: EngineLimits(maxValueLength: Int(UInt32.max)),
         readsOwnWrites: false, marker: "CURRENT")
 
+    /// The core engine over this store's LevelDB handle; it keeps the contract.
     public let core: CoreEngine
+    /// The store's directory.
     public let path: String
+    /// The options the store was opened with.
     public var options: EngineOptions { core.options }
+    /// The LevelDB settings the store was opened with.
     public let levelDBOptions: LevelDBOptions
 
+    /// Opens (or creates, with `.create`) the LevelDB store in the directory at `path`, with the
+    /// settings `leveldb` (the defaults unless given). A writable open recovers a log whose only
+    /// damage is a record torn at its tail (a power loss); other damage throws
+    /// `EngineError.corrupt`, and a store another process holds `EngineError.locked`.
     public init(path: String, options: EngineOptions = EngineOptions(), leveldb: LevelDBOptions = LevelDBOptions()) throws {
         self.path = path
         self.levelDBOptions = leveldb

@@ -1,6 +1,6 @@
 @_exported import StrataRecords
 
-/// Makes a struct a ``StrataRecords/Record``: the named properties, in the order given, are the index
+/// Makes a struct a `Record`: the named properties, in the order given, are the index
 /// key; every other stored property is a field.
 ///
 /// ```swift
@@ -16,9 +16,9 @@
 /// Generated: the `Record` conformance (key and field serialization, an initializer that reads
 /// them), `recordType`, the key type `IndexKey` and the record's `indexKey`; for every prefix of
 /// the key `select(in:limit:order:…)` and `count(in:…)` with plain values for the leading
-/// components and a ``StrataRecords/Comparison`` or a plain value for the last, and `delete(in:…)` with
+/// components and a `Comparison` or a plain value for the last, and `delete(in:…)` with
 /// plain values; `fetch(in:…)` and `exists(in:…)` with the whole key; `query(…)` with the shapes of
-/// `select`, a ``StrataRecords/Query`` to page, stream or walk with a cursor. Any other query shape does
+/// `select`, a `Query` to page, stream or walk with a cursor. Any other query shape does
 /// not compile, and says why: a comparison before the last component, or in `delete`, `fetch` or
 /// `exists`, is "only the last key component of a select or count may be a comparison…"; a skipped
 /// component is a missing argument naming it.
@@ -31,9 +31,9 @@
 ///   a `var` with a default value is stored.
 /// - `keyspace`: the records' keyspace; default the type's name. Give it to rename the type
 ///   without losing its data.
-/// - Fields are stored in the binary format of their ``StrataRecords/FieldValue`` type. A field of
+/// - Fields are stored in the binary format of their `FieldValue` type. A field of
 ///   another `Codable` type says how it is stored: `@Field(.json)`, or `@Field(codec:)` with a
-///   ``StrataRecords/FieldCodec``. A field's format never depends on which conformances its type has.
+///   `FieldCodec`. A field's format never depends on which conformances its type has.
 /// - `sendable: true` adds `Sendable` to the record and its `IndexKey` (for a public type; an
 ///   internal one is `Sendable` by inference when its properties are).
 /// - `version`: the schema version stored with each value. Default: derived at run time from the
@@ -49,7 +49,7 @@
 public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: UInt32? = nil, sendable: Bool = false) =
     #externalMacro(module: "StrataMacrosPlugin", type: "IndexKeyRecordMacro")
 
-/// Stores a record field in the format given instead of its type's binary ``StrataRecords/FieldValue``
+/// Stores a record field in the format given instead of its type's binary `FieldValue`
 /// format: `@Field(.json)` for a `Codable` value as JSON. Only inside an `@IndexKeyRecord` struct.
 ///
 /// ```swift
@@ -62,13 +62,13 @@ public macro IndexKeyRecord(_ key: String..., keyspace: String? = nil, version: 
 @attached(peer)
 public macro Field(_ storage: FieldStorage) = #externalMacro(module: "StrataMacrosPlugin", type: "FieldMacro")
 
-/// Stores a record field through `codec`, a ``StrataRecords/FieldCodec`` whose `Value` is the field's type.
+/// Stores a record field through `codec`, a `FieldCodec` whose `Value` is the field's type.
 @attached(peer)
 public macro Field<C: FieldCodec>(codec: C.Type) = #externalMacro(module: "StrataMacrosPlugin", type: "FieldMacro")
 
 /// Declares a secondary index of an `@IndexKeyRecord` struct: its name, then the properties it
 /// indexes, in order. A property that is an array or set (`[T]`, `Set<T>`) gets one entry per
-/// element. `unique: true` refuses two records with the same values (``StrataRecords/RecordError/uniqueViolation(type:index:value:)``;
+/// element. `unique: true` refuses two records with the same values (`RecordError.uniqueViolation(type:index:value:)`;
 /// `nil` values are exempt); `covering: true` stores the record in each entry.
 ///
 /// ```swift
@@ -89,7 +89,7 @@ public macro Field<C: FieldCodec>(codec: C.Type) = #externalMacro(module: "Strat
 ///
 /// The macro adds a static property named after the index, whose `select`, `count` and (unique
 /// indexes) `fetch` take the index's components with the key's rules, and `indexes`, the list
-/// ``StrataRecords/Record/indexes`` the record layer maintains. See ``StrataRecords/RecordIndex``.
+/// `Record.indexes` the record layer maintains. See `RecordIndex`.
 @attached(peer)
 public macro Index(_ name: String, _ properties: String..., unique: Bool = false, covering: Bool = false) =
     #externalMacro(module: "StrataMacrosPlugin", type: "IndexMacro")

@@ -5,12 +5,19 @@ import StrataEngine
 ///
 /// Snapshots are copy-on-write: a read transaction holds the committed arrays as they were
 /// when it began, and a write transaction mutates its own copy, published at commit.
-/// Nothing outlives the process (no ``EngineCapabilities/persistent``). Inserting into the middle
+/// Nothing outlives the process (no `EngineCapabilities.persistent`). Inserting into the middle
 /// of a large store moves the tail of the array, so it is meant for small data sets.
 public final class MemoryEngine: CoreBackedEngine, @unchecked Sendable {
+    /// The memory engine's declaration: name `memory`, no capabilities (neither persistent nor
+    /// multi-process), 511-byte keys and no other limits, storage that reads its own writes, and
+    /// no marker file (no directory).
     public static let declaration = EngineDeclaration(name: "memory", capabilities: [])
+    /// The core engine over this instance's in-memory storage; it keeps the contract.
     public let core: CoreEngine
 
+    /// A new, empty store of this instance's own (there is no path: two instances never share
+    /// data). Never throws. Of `options`, only a `.readOnly` mode matters (every write throws);
+    /// there is nothing to find, so `.openExisting` starts empty too.
     public init(options: EngineOptions = EngineOptions()) {
         // Opening memory storage cannot fail.
         core = try! CoreEngine(declaration: Self.declaration, path: nil, options: options) { _ in MemoryStorage() }

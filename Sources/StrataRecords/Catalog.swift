@@ -192,11 +192,13 @@ struct CatalogEntry: Equatable {
 public struct KeyspaceDescription: Sendable, Hashable {
     /// One schema version written to the keyspace.
     public struct Schema: Sendable, Hashable {
+        /// The version number, as stored at the start of each of its record values.
         public let version: UInt32
         /// The fields in stored order; `nil` when the writing type did not describe them.
         public let fields: [RecordType.FieldInfo]?
     }
 
+    /// The keyspace's name: the first component of every record key in it.
     public let name: String
     /// Key component names and Swift type names, in key order.
     public let key: [KeyComponentDescription]
@@ -208,8 +210,11 @@ public struct KeyspaceDescription: Sendable, Hashable {
 
 /// A key component as the catalog stores it.
 public struct KeyComponentDescription: Sendable, Hashable {
+    /// The key component's property name.
     public let name: String
+    /// The component's Swift type name as Swift prints it at run time (`String`, `Optional<Date>`).
     public let type: String
+    /// A component named `name` of the Swift type named `type`, as ``KeyspaceDescription/key`` lists them.
     public init(name: String, type: String) {
         self.name = name
         self.type = type

@@ -10,18 +10,29 @@ import Foundation
 public protocol FieldValue {
     /// The format's descriptor, stored in the catalog and hashed into the default schema version.
     static var fieldFormat: FieldFormat { get }
+    /// Appends the value's bytes in the type's format (``FieldValue/fieldFormat``). It cannot fail, so
+    /// every value of the type must have bytes in the format (a ``FieldCodec`` may refuse values).
     func encode(to fields: inout FieldWriter)
+    /// Reads one value written by ``FieldValue/encode(to:)``, leaving `fields` after its last byte.
+    ///
+    /// - Throws: ``FieldDecodingError`` for bytes that are not a value of the format (truncated,
+    ///   malformed, out of range): reading the record then throws
+    ///   ``RecordError/corruptRecord(type:detail:)``. Never trap on bad bytes.
     static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Self
 }
 
 extension FieldValue {
+    /// `custom(TypeName)`, with the type's name as Swift prints it: renaming the type changes the
+    /// format, and with it the record's default schema version. Implement it to name a format that stays put.
     public static var fieldFormat: FieldFormat { FieldFormat("custom(\(Self.self))") }
 }
 
 /// Writes a record's fields, one after another.
 public struct FieldWriter: Sendable {
+    /// The bytes written so far, in order: the encoded fields.
     public var bytes: [UInt8] = []
 
+    /// An empty writer.
     @inlinable
     public init() {}
 
@@ -54,6 +65,8 @@ public struct FieldWriter: Sendable {
     /// Why a field could not be encoded, if one could not.
     public private(set) var failure: String?
 
+    /// Appends `value` as an unsigned LEB128 varint (RecordFormat.md, "varint"): 7 bits a byte, least
+    /// significant first, 1 to 10 bytes.
     @inlinable
     public mutating func writeVarint(_ value: UInt64) {
         var v = value
@@ -64,12 +77,16 @@ public struct FieldWriter: Sendable {
         bytes.append(UInt8(v))
     }
 
+    /// Appends `content` after its byte count as a varint: the `bytes` format, read back by
+    /// ``FieldReader/readBytes()``.
     @inlinable
     public mutating func writeBytes<C: Collection<UInt8>>(_ content: C) {
         writeVarint(UInt64(content.count))
         bytes.append(contentsOf: content)
     }
 
+    /// Appends `content` as it is, with no length: the reader must know how many bytes to take
+    /// (``FieldReader/readRaw(_:)``).
     @inlinable
     public mutating func writeRaw<C: Sequence<UInt8>>(_ content: C) { bytes.append(contentsOf: content) }
 
@@ -80,15 +97,19 @@ public struct FieldWriter: Sendable {
 
 /// Reads a record's fields in the order they were written. Never traps on bad bytes.
 public struct FieldReader {
+    /// The bytes being read. Not copied or owned: they must stay valid while the reader is used.
     public let bytes: UnsafeRawBufferPointer
+    /// The offset in ``bytes`` of the next unread byte.
     public var offset: Int
 
+    /// Reads `bytes` from `offset` on, without copying them: they must outlive the reader.
     @inlinable
     public init(_ bytes: UnsafeRawBufferPointer, offset: Int = 0) {
         self.bytes = bytes
         self.offset = offset
     }
 
+    /// Whether every byte has been read.
     public var isAtEnd: Bool { offset == bytes.count }
 
     /// Reads one field.
@@ -110,6 +131,9 @@ public struct FieldReader {
     @inlinable
     public mutating func read<C: FieldCodec>(codec: C.Type) throws(FieldDecodingError) -> C.Value { try C.decode(from: &self) }
 
+    /// Reads an unsigned LEB128 varint, as ``FieldWriter/writeVarint(_:)`` writes it.
+    ///
+    /// - Throws: ``FieldDecodingError`` when the bytes end inside it, or it holds more than 64 bits.
     @inlinable
     public mutating func readVarint() throws(FieldDecodingError) -> UInt64 {
         var result: UInt64 = 0
@@ -126,6 +150,9 @@ public struct FieldReader {
         }
     }
 
+    /// The next `count` bytes as they are, without copying: valid as long as ``bytes`` is.
+    ///
+    /// - Throws: ``FieldDecodingError`` when fewer than `count` bytes are left (or `count` is negative).
     @inlinable
     public mutating func readRaw(_ count: Int) throws(FieldDecodingError) -> UnsafeRawBufferPointer {
         guard count >= 0, count <= bytes.count - offset else {
@@ -135,6 +162,10 @@ public struct FieldReader {
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)])
     }
 
+    /// Reads a byte count and that many bytes (the `bytes` format, as ``FieldWriter/writeBytes(_:)``
+    /// writes it), without copying them: valid as long as ``bytes`` is.
+    ///
+    /// - Throws: ``FieldDecodingError`` when the count is malformed or runs past the end of the value.
     @inlinable
     public mutating func readBytes() throws(FieldDecodingError) -> UnsafeRawBufferPointer {
         let start = offset
@@ -154,8 +185,12 @@ public struct FieldReader {
 
 /// Bytes that are not a valid field encoding.
 public struct FieldDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The byte offset, in the bytes read, at which decoding failed (usually where the bad field or
+    /// length starts).
     public let offset: Int
+    /// What is wrong there, for messages (`truncated integer`, `string bytes are not UTF-8`).
     public let reason: String
+    /// An error at byte `offset`; for the decoders of your own ``FieldValue`` and ``FieldCodec`` types.
     @inlinable
     public init(offset: Int, reason: String) {
         self.offset = offset

@@ -42,10 +42,17 @@ public struct FieldFormat: Sendable, Hashable, CustomStringConvertible {
 /// `encode` may throw: the record is then refused with ``RecordError/unencodableField(type:detail:)``
 /// and nothing is written.
 public protocol FieldCodec {
+    /// The type of the fields the codec stores.
     associatedtype Value
     /// The format's name in the catalog. The default is `codec(TypeName)`.
     static var format: FieldFormat { get }
+    /// Appends `value`'s bytes to `fields`. Throwing refuses the whole record
+    /// (``RecordError/unencodableField(type:detail:)``): nothing is written.
     static func encode(_ value: Value, to fields: inout FieldWriter) throws
+    /// Reads one value written by ``FieldCodec/encode(_:to:)``, leaving `fields` after its last byte.
+    ///
+    /// - Throws: ``FieldDecodingError`` for bytes that are not such a value (reading the record then
+    ///   throws ``RecordError/corruptRecord(type:detail:)``); never trap on them.
     static func decode(from fields: inout FieldReader) throws(FieldDecodingError) -> Value
 }
 

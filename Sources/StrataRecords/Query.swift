@@ -5,10 +5,15 @@ import StrataKeyCodec
 ///
 /// `range` and `closedRange` exist for `Comparable` values: `.range("A"..<"L")`.
 public enum Comparison<Value: KeyComponent & Sendable>: Sendable {
+    /// Keys whose component equals the value.
     case equals(Value)
+    /// Keys whose component sorts below the value; nearest first (descending) by default.
     case lessThan(Value)
+    /// Keys whose component sorts at or below the value; descending by default.
     case lessThanOrEqual(Value)
+    /// Keys whose component sorts above the value.
     case greaterThan(Value)
+    /// Keys whose component sorts at or above the value.
     case greaterThanOrEqual(Value)
     /// From `lower` (inclusive) to `upper` (inclusive when `upperInclusive`).
     case between(Value, Value, upperInclusive: Bool)
@@ -29,6 +34,8 @@ extension Comparison where Value: Comparable {
 /// component is `lessThan` or `lessThanOrEqual` (walking down from the bound, as Empire does),
 /// ascending otherwise. An explicit `order:` always wins.
 public enum Order: Sendable {
+    /// `ascending`: the lowest key first; `descending`: the highest first. Keys sort by their encoded
+    /// bytes (KeyEncoding.md): numbers by value, strings by Unicode scalars, not by Swift's `String <`.
     case ascending, descending
 }
 

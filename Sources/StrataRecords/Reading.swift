@@ -8,10 +8,12 @@ import StrataKeyCodec
 ///
 /// Without an explicit order a query returns the nearest records first (see ``Order``).
 public struct Query<R: Record>: Sendable {
+    /// The conditions on the key, or with ``index`` on the index's components.
     public let recordQuery: RecordQuery
     /// The index the query reads (``RecordIndex/query(_:)``), or `nil` for the key.
     public let index: RecordIndex<R>?
 
+    /// A query on `R`'s key; with no argument, every record of `R`.
     public init(_ recordQuery: RecordQuery = .all) {
         self.recordQuery = recordQuery
         index = nil
@@ -61,7 +63,7 @@ public struct Query<R: Record>: Sendable {
 
     /// A cursor over the matching records that reads them lazily, in batches, inside this
     /// transaction (one snapshot); it cannot be used after the transaction ends (reading then
-    /// throws ``StrataEngine/EngineError/transactionEnded``).
+    /// throws `EngineError.transactionEnded`).
     public func cursor(in ctx: TransactionContext, order: Order? = nil, batchSize: Int = 64) -> RecordCursor<R> {
         RecordCursor(ctx: ctx, query: self, order: order ?? defaultOrder, batchSize: Swift.max(1, batchSize))
     }
@@ -82,6 +84,7 @@ public struct Query<R: Record>: Sendable {
 
 /// One page of a query's records, and where the next one starts.
 public struct Page<R: Record> {
+    /// The page's records, in the query's order: at most the limit asked for.
     public let records: [R]
     /// Continues the query after this page; `nil` when this page was the last (it held fewer
     /// records than the limit). A full last page still has a token, whose page is empty.
@@ -176,6 +179,8 @@ public struct RecordStream<R: Record & Sendable>: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> Iterator { Iterator(stream: self) }
 
+    /// Reads the stream's records one batch (one read transaction) at a time. `next()` throws
+    /// `CancellationError` when the task is cancelled before a batch, and whatever the read throws.
     public struct Iterator: AsyncIteratorProtocol {
         let stream: RecordStream
         var buffer: [R] = []

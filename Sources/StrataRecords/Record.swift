@@ -66,6 +66,8 @@ public protocol Record {
 
 /// A record's complete key: the components, written in key order.
 public protocol RecordKey {
+    /// Appends the key's components to `key`, in key order and the key encoding (KeyEncoding.md),
+    /// without the keyspace.
     func writeKey(to key: inout KeyWriter)
 }
 
@@ -73,11 +75,15 @@ public protocol RecordKey {
 public struct EncodedIndexKey: RecordKey, Hashable, Sendable {
     /// The components in the key encoding (KeyEncoding.md), without the keyspace.
     public let bytes: [UInt8]
+    /// A key from its encoded components (`KeyCodec.encode("Dallas", "Korben")`); they are not
+    /// checked against a record type's key layout here.
     public init(bytes: [UInt8]) { self.bytes = bytes }
+    /// Appends ``bytes`` as they are.
     public func writeKey(to key: inout KeyWriter) { key.write(contentsOf: bytes) }
 }
 
 extension Record where IndexKey == EncodedIndexKey {
+    /// The components ``Record/writeKey(to:)`` writes, as an ``EncodedIndexKey``.
     public var indexKey: EncodedIndexKey {
         var writer = KeyWriter()
         writeKey(to: &writer)
@@ -95,6 +101,7 @@ extension Record {
 public struct RecordType: Sendable {
     /// One key component: its property name and type.
     public struct KeyComponentInfo: Sendable {
+        /// The key component's property name, as the catalog stores it.
         public let name: String
         /// The Swift type's name as Swift prints it at run time (`String`, `Optional<Int>`).
         public let typeName: String
@@ -103,8 +110,11 @@ public struct RecordType: Sendable {
 
     /// One field: its property name and stored format.
     public struct FieldInfo: Sendable, Hashable {
+        /// The field's property name.
         public let name: String
+        /// The field's stored format.
         public let format: FieldFormat
+        /// A field named `name`, stored in `format`.
         public init(name: String, format: FieldFormat) {
             self.name = name
             self.format = format

@@ -1,6 +1,6 @@
 import StrataEngine
 
-/// Errors of the record layer. Engine failures arrive as ``StrataEngine/EngineError``.
+/// Errors of the record layer. Engine failures arrive as `EngineError`.
 public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stored value or key of `type` could not be decoded (corrupt or foreign bytes).
     case corruptRecord(type: String, detail: String)

@@ -15,7 +15,7 @@ import StrataKeyCodec
 /// a new store, so a store is never read with another engine or encoding. A store of an older
 /// format is upgraded in place at its first writable open (``formatUpgrade`` says what was done). The store is `Sendable`:
 /// share one instance between threads and tasks (opening the same path twice in a process is
-/// refused with ``StrataEngine/EngineError/alreadyOpen(path:)``).
+/// refused with `EngineError.alreadyOpen(path:)`).
 public final class Store: Sendable {
     /// The engine underneath, for engine-level work.
     public let engine: any KeyValueEngine
@@ -25,12 +25,12 @@ public final class Store: Sendable {
 
     /// Opens (with `.create`, creates) a store on `engine`: `.lmdb(path:)`, `.leveldb(path:)`,
     /// `.sqlite(path:)` and `.memory` come with their adapter modules (all of them with `import
-    /// Strata`), your own engines through an ``StrataEngine/EngineConfiguration`` of your own.
+    /// Strata`), your own engines through an `EngineConfiguration` of your own.
     public convenience init(_ engine: EngineConfiguration, mode: OpenMode = .create, durability: Durability = .full) throws {
         try self.init(engine: try engine.open(EngineOptions(mode: mode, durability: durability)), readOnly: mode == .readOnly)
     }
 
-    /// Opens a store on an engine you opened yourself (any ``KeyValueEngine``).
+    /// Opens a store on an engine you opened yourself (any `KeyValueEngine`).
     public convenience init(engine: any KeyValueEngine, readOnly: Bool = false) throws {
         try self.init(engine: engine, readOnly: readOnly, upgradeBatchSize: FormatUpgrade.defaultBatchSize, onUpgradeBatch: { _ in })
     }
@@ -82,7 +82,7 @@ public final class Store: Sendable {
         try await engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
     }
 
-    /// ``withReadTransaction(_:)-(_)`` from async code; cancellation as for ``withTransaction(_:)-(_)``.
+    /// ``withReadTransaction(_:)-30s1c`` from async code; cancellation as for ``withTransaction(_:)-62v3j``.
     @discardableResult
     public func withReadTransaction<R: Sendable>(_ body: @Sendable (TransactionContext) throws -> R) async throws -> R {
         try await engine.read { tx in try body(TransactionContext(store: self, reader: tx, writer: nil)) }

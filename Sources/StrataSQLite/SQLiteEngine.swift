@@ -19,14 +19,22 @@ import StrataEngine
 /// its own and pins its snapshot as it begins (a deferred `BEGIN` would take it only at the first
 /// read). Several processes may share the store; a busy database is waited on (60 s).
 public final class SQLiteEngine: CoreBackedEngine, @unchecked Sendable {
+    /// SQLite's declaration: name `sqlite`, persistent and multi-process, 511-byte keys, values
+    /// up to 999,999,000 bytes (`SQLITE_MAX_LENGTH` bounds a whole row), no per-transaction
+    /// limits, storage that reads its own writes, and `data.sqlite` as the file that marks a
+    /// store's directory.
     public static let declaration = EngineDeclaration(
         name: "sqlite", capabilities: [.persistent, .multiProcess],
         // SQLITE_MAX_LENGTH (10^9 bytes) bounds a whole row: room is left for the key and the header.
         limits: EngineLimits(maxValueLength: 999_999_000),
         marker: "data.sqlite")
 
+    /// The core engine over this store's SQLite connections; it keeps the contract.
     public let core: CoreEngine
+    /// The store's directory.
     public let path: String
+    /// The options the store was opened with; their `timeout` is also SQLite's busy timeout, how
+    /// long a writer of another process is waited on.
     public var options: EngineOptions { core.options }
     /// The database file inside the store directory.
     public let file: String
@@ -35,6 +43,11 @@ public final class SQLiteEngine: CoreBackedEngine, @unchecked Sendable {
     /// Strata's table before `STRICT`.
     static let looseSchema = "CREATE TABLE kv(k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
 
+    /// Opens (or creates, with `.create`) the SQLite store in the directory at `path`, making an
+    /// older table without `STRICT` strict at a writable open. Throws `EngineError.notAStore`,
+    /// leaving the file as it was, when `data.sqlite` is not Strata's (not SQLite, no or another
+    /// `kv` table, other tables, keys or values that are not BLOBs), and `EngineError.corrupt`
+    /// when its header shows it truncated.
     public init(path: String, options: EngineOptions = EngineOptions()) throws {
         self.path = path
         let file = (path as NSString).appendingPathComponent("data.sqlite")

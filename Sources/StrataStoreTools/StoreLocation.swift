@@ -8,12 +8,16 @@ import StrataRecords
 public struct StoreLocation: Sendable {
     /// How messages name the store: its directory, or a tool's own form (`etcd:PREFIX`).
     public let name: String
+    /// The engine that holds the store: the one given (`--engine`, `--to`), the one whose files
+    /// are there, or the locator's own (etcd).
     public let kind: EngineKind
     /// What `kind` takes as the store's path (a directory, or an etcd key prefix).
     public let path: String
     /// The directory whose files `stats` lists (`nil` for engines without files).
     public let directory: String?
 
+    /// The store of `kind` at `path`, named `name` in messages, its files in `directory` (`nil`
+    /// for engines without files). Checks and opens nothing.
     public init(name: String, kind: EngineKind, path: String, directory: String?) {
         self.name = name
         self.kind = kind
@@ -104,6 +108,7 @@ public struct BundledStores: StoreLocator {
 
 /// An `--engine` or `--to` argument: one bundled on-disk engine, by name.
 public struct ToolEngine: ExpressibleByArgument, Sendable {
+    /// The bundled on-disk engine the argument names.
     public let kind: EngineKind
 
     public init?(argument: String) {

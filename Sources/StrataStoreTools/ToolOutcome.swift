@@ -8,6 +8,7 @@ public struct ToolFailure: Error, CustomStringConvertible {
     /// The exit status (one of ``ToolExit``'s).
     public let status: Int32
 
+    /// A failure printed as `message`, ending the tool with `status` (default ``ToolExit/failed``, 2).
     public init(_ message: String, status: Int32 = ToolExit.failed) {
         self.message = message
         self.status = status

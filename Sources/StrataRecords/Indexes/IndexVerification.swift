@@ -12,10 +12,13 @@ public struct IndexVerification: Sendable, Hashable {
     public var unreadableRecords = 0
     /// Entry keys the records call for that are not stored (at most 10 listed), and how many.
     public var missing: [[UInt8]] = []
+    /// How many entry keys the records call for are not stored (``missing`` lists at most 10).
     public var missingCount = 0
     /// Stored entry keys no record calls for, or covering entries whose value is not the
     /// record's (at most 10 listed), and how many.
     public var stale: [[UInt8]] = []
+    /// How many stored entries are stale: no record calls for them, or their value is not the
+    /// record's (``stale`` lists at most 10).
     public var staleCount = 0
     /// Whether the index equals a recomputation from the records.
     public var isExact: Bool { missingCount == 0 && staleCount == 0 }

@@ -5,18 +5,31 @@ import Foundation
 /// formats").
 ///
 /// Formats whose bytes only their own code knows (`codec(…)`, `custom(…)`, and any descriptor this
-/// build does not know) are ``opaque``: their length is unknown, so a reader stops there and
+/// build does not know) are ``opaque(_:)``: their length is unknown, so a reader stops there and
 /// hands the rest of the value over as bytes.
 public indirect enum FieldLayout: Sendable, Hashable {
+    /// `bool`: one byte, `00` or `01`.
     case bool
+    /// `i8` … `i64`: a zigzag varint holding a signed integer of `bits` bits.
     case signed(bits: Int)
+    /// `u8` … `u64`: a varint holding an unsigned integer of `bits` bits.
     case unsigned(bits: Int)
+    /// `f32` and `f64`: the IEEE bits, 4 or 8 bytes little-endian; `string`: a length-prefixed UTF-8
+    /// string; `bytes`: a length-prefixed byte string; `uuid`: 16 bytes; `date`: an `f64` of seconds
+    /// since 2001-01-01 UTC; `url`: a `string`; `json`: a `string` of JSON text, `{"value": …}`.
     case f32, f64, string, bytes, uuid, date, url, json
+    /// `optional(F)`: `00` for `nil`, or `01` then a value of the inner layout.
     case optional(FieldLayout)
+    /// `array(F)`: a varint count, then the elements in the inner layout.
     case array(FieldLayout)
+    /// `set(F)`: stored as `array(F)`, in any order.
     case set(FieldLayout)
+    /// `map(K,V)`: a varint count, then a key and a value per entry.
     case map(FieldLayout, FieldLayout)
+    /// `raw(F)`: an enum case stored as its raw value, in the raw value's layout.
     case raw(FieldLayout)
+    /// A format whose bytes only its own code knows (`codec(…)`, `custom(…)`, or a descriptor this
+    /// build does not know), with its descriptor.
     case opaque(String)
 
     /// The layout a descriptor names.
@@ -99,7 +112,7 @@ public indirect enum FieldLayout: Sendable, Hashable {
     }
 
     /// Reads one value of this layout. Throws for bytes the format cannot hold, and for
-    /// ``opaque`` layouts (callers check ``isDescribed`` first).
+    /// ``opaque(_:)`` layouts (callers check ``isDescribed`` first).
     public func read(_ r: inout FieldReader) throws(FieldDecodingError) -> StoredValue {
         switch self {
         case .bool: return .bool(try r.read(Bool.self))

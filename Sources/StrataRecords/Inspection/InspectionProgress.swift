@@ -2,8 +2,11 @@ import StrataEngine
 
 /// How far a long inspection has come: pairs done out of the total, and the time so far.
 public struct InspectionProgress: Sendable, Hashable {
+    /// Pairs handled so far.
     public let done: Int
+    /// Pairs the pass handles in all, counted before it starts.
     public let total: Int
+    /// Time since the pass started, on the continuous clock.
     public let elapsed: Duration
 }
 

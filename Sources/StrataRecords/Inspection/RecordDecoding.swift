@@ -45,10 +45,13 @@ struct CatalogSnapshot {
 public struct DecodedRecord: Sendable, Hashable {
     /// One field's name and value.
     public struct Field: Sendable, Hashable {
+        /// The field's name, as the catalog records it.
         public let name: String
+        /// The field's value; ``StoredValue/opaque(format:bytes:)`` for a format the catalog cannot describe.
         public let value: StoredValue
     }
 
+    /// The keyspace the record is stored in: its key's first component.
     public let keyspace: String
     /// The key's components after the keyspace name, in key order.
     public let key: [StoredValue]

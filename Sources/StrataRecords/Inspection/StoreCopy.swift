@@ -29,6 +29,7 @@ public enum StoreToolError: Error, Sendable, Hashable, CustomStringConvertible {
 public struct CopyReport: Sendable, Hashable {
     /// Pairs copied (the manifest included), and their key and value bytes.
     public let pairs: Int
+    /// The key and value bytes of the pairs copied, in total (the manifest's not included).
     public let bytes: Int
     /// Write transactions on the destination (the manifest's included).
     public let batches: Int

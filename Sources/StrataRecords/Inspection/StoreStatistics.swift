@@ -1,25 +1,34 @@
 import StrataEngine
 import StrataKeyCodec
 
-/// What a store holds (``Store/statistics()``): its manifest, its catalog and how many records and
+/// What a store holds (``Store/statistics(progress:)``): its manifest, its catalog and how many records and
 /// bytes each keyspace and index has. `strata stats` prints it.
 public struct StoreStatistics: Sendable, Encodable {
     /// The manifest (RecordFormat.md, "Manifest").
     public struct Manifest: Sendable, Hashable, Encodable {
+        /// The engine that wrote the store: `lmdb`, `leveldb`, `sqlite`, `memory`, or another engine's name.
         public let engine: String
+        /// The key encoding's name (`strata-tuple`).
         public let keyCodec: String
+        /// The key encoding's version (1).
         public let keyCodecVersion: UInt32
+        /// The store format's version (2 for this build).
         public let format: UInt32
     }
 
     /// One index of a keyspace.
     public struct Index: Sendable, Hashable, Encodable {
+        /// The index's name, unique within its keyspace.
         public let name: String
         /// `email: String, each tags: String`.
         public let layout: String
+        /// Whether no two records may have the same indexed values.
         public let unique: Bool
+        /// Whether each entry holds a copy of its record's stored value.
         public let covering: Bool
+        /// The ``IndexState`` as text: `readable`, `disabled`, or write-only with a hint to build it.
         public let state: String
+        /// The current generation, part of its entries' keys; a changed definition gets the next one.
         public let generation: Int
         /// Older generations whose entries are still stored.
         public let retired: [Int]
@@ -27,6 +36,7 @@ public struct StoreStatistics: Sendable, Encodable {
         public let previous: Int?
         /// Entries of the current generation, and their key and value bytes.
         public var entries = 0
+        /// The key and value bytes of the current generation's entries, in total.
         public var bytes = 0
         /// Entries of the ``previous`` generation.
         public var previousEntries = 0
@@ -34,6 +44,7 @@ public struct StoreStatistics: Sendable, Encodable {
 
     /// One schema version written to a keyspace.
     public struct Schema: Sendable, Hashable, Encodable {
+        /// The schema version number, as stored at the start of its record values.
         public let version: UInt32
         /// `name: format` per field, or `nil` when the writing type did not describe its fields.
         public let fields: [String]?
@@ -41,17 +52,25 @@ public struct StoreStatistics: Sendable, Encodable {
 
     /// One keyspace.
     public struct Keyspace: Sendable, Hashable, Encodable {
+        /// The keyspace's name.
         public let name: String
         /// `lastName: String, firstName: String`.
         public let key: String
+        /// Features its catalog entry lists, which a build must know to use the keyspace.
         public let features: [String]
+        /// The schema versions written to it, in the order first written.
         public let schemas: [Schema]
+        /// Its indexes, in name order.
         public var indexes: [Index]
+        /// How many records it holds.
         public var records = 0
+        /// The key bytes of its records, in total.
         public var keyBytes = 0
+        /// The value bytes of its records, in total.
         public var valueBytes = 0
     }
 
+    /// The manifest; `nil` when the store holds none.
     public let manifest: Manifest?
     /// Store-wide features.
     public let features: [String]

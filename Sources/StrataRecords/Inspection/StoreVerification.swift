@@ -4,6 +4,7 @@ import StrataKeyCodec
 
 /// One thing ``Store/verify(listing:progress:)`` found wrong, and where.
 public struct StoreProblem: Sendable, Hashable, Encodable, CustomStringConvertible {
+    /// What kind of problem it is; the raw value is the name `strata verify` prints and encodes.
     public enum Kind: String, Sendable, Hashable, Encodable {
         /// A keyspace's catalog entry or an index definition that cannot be decoded.
         case corruptCatalog
@@ -23,9 +24,11 @@ public struct StoreProblem: Sendable, Hashable, Encodable, CustomStringConvertib
         case orphanIndexEntry
     }
 
+    /// What kind of problem it is.
     public let kind: Kind
     /// The key where the problem is (the record's, the entry's or the catalog entry's).
     public let key: [UInt8]
+    /// What was found there, in words, for messages.
     public let detail: String
 
     init(_ kind: Kind, key: some Sequence<UInt8>, _ detail: String) {
@@ -62,31 +65,44 @@ public struct StoreProblem: Sendable, Hashable, Encodable, CustomStringConvertib
 public struct StoreVerification: Sendable, Encodable {
     /// One index, as checked against its records.
     public struct IndexCheck: Sendable, Hashable, Encodable {
+        /// The keyspace the index belongs to.
         public let keyspace: String
+        /// The index's name.
         public let name: String
         /// The generation checked: the current one, or a changed definition's previous one.
         public let generation: Int
+        /// The checked generation's ``IndexState`` as text, or `readable (previous generation, …)`.
         public let state: String
         /// Whether the entries were compared with a recomputation from the records.
         public var checked: Bool
         /// Why not, when ``checked`` is `false`.
         public var reason: String?
+        /// Entries stored under the checked generation.
         public var entries = 0
+        /// Entries its records call for that are not stored (counted when ``checked``).
         public var missing = 0
+        /// Stored entries no record calls for, or covering entries whose value is not the record's
+        /// (counted when ``checked``; entries of records reported as damaged are not counted again).
         public var stale = 0
     }
 
     /// Every pair in the store: system keys, records, index entries and keys of other programs.
     public var pairs = 0
+    /// Record-shaped pairs (keys starting with a keyspace name), readable or not.
     public var records = 0
+    /// Index entries stored, of any index or generation.
     public var indexEntries = 0
     /// Keys that are neither Strata's nor record-shaped (another program's): left alone, not problems.
     public var foreignKeys = 0
     /// Records whose checksum matched but whose version's fields the catalog does not describe.
     public var undescribedRecords = 0
+    /// Every index, in keyspace and name order; a changed definition's previous generation follows
+    /// its current one.
     public var indexes: [IndexCheck] = []
     /// How many problems were found; ``problems`` lists the first of them.
     public var problemCount = 0
+    /// The first problems found, in the order found: at most the `limit` given to
+    /// ``Store/verify(listing:progress:)``.
     public var problems: [StoreProblem] = []
     /// Whether nothing is wrong.
     public var isClean: Bool { problemCount == 0 }

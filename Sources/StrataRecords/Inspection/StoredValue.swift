@@ -4,17 +4,28 @@ import StrataKeyCodec
 /// A key component or field value read from stored bytes without the Swift type: what
 /// `strata dump` prints and `strata verify` recomputes index entries from.
 public indirect enum StoredValue: Sendable, Hashable {
+    /// `nil`: an absent `optional(F)` field, or a `nil` optional key component.
     case null
+    /// A `bool` field or a `Bool` key component.
     case bool(Bool)
+    /// A signed integer field (`i8` … `i64`), or an integer key component that fits `Int64`.
     case int(Int64)
+    /// An unsigned integer field (`u8` … `u64`), or an integer key component above `Int64.max` (keys
+    /// do not record signedness).
     case uint(UInt64)
+    /// An `f32` field or a `Float` key component.
     case float(Float)
+    /// An `f64` field or a `Double` key component.
     case double(Double)
+    /// A `string` field or a `String` key component.
     case string(String)
+    /// A `bytes` field (`Data`, `[UInt8]`) or a byte-string key component.
     case bytes([UInt8])
+    /// A `uuid` field or a `UUID` key component.
     case uuid(UUID)
     /// Seconds since 2001-01-01 UTC (a `Date`'s `timeIntervalSinceReferenceDate`).
     case date(Double)
+    /// A `url` field: the stored `absoluteString`, not parsed.
     case url(String)
     /// An array's or a set's elements, in stored order.
     case array([StoredValue])
@@ -27,7 +38,9 @@ public indirect enum StoredValue: Sendable, Hashable {
 
     /// One entry of a ``map(_:)``.
     public struct Pair: Sendable, Hashable {
+        /// The entry's key, read in the map's key layout.
         public let key: StoredValue
+        /// The entry's value, read in the map's value layout.
         public let value: StoredValue
     }
 

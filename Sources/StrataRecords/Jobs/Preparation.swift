@@ -27,7 +27,10 @@ public struct PreparationReport: Sendable, Hashable {
 /// Where a preparation stands: records handled so far and in all (each pass over the records
 /// counts them again: one per index to build and one to migrate), and what it is doing.
 public struct PreparationProgress: Sendable, Hashable {
+    /// Records handled so far, over every pass.
     public var done = 0
+    /// Records to handle in all: the keyspace's records times the passes, as counted at the start
+    /// (raised when the work outgrows it).
     public var total = 0
     /// `building index byEmail`, `clearing index byOld`, `migrating records`, or `done`.
     public var phase = "starting"
@@ -38,7 +41,7 @@ extension Store {
     /// clearing what retired and disabled indexes left, and rewriting records stored under other
     /// schema versions through `R.migrate` (only when the catalog lists such versions).
     ///
-    /// The work runs on a thread of its own in batches (``JobBatch``: at most `batchSize`
+    /// The work runs on a thread of its own in batches (`JobBatch`: at most `batchSize`
     /// records, about 50 ms, within the engine's transaction limits), each a short write
     /// transaction that also stores the job's position. So other writers wait at most one batch,
     /// a crash or close loses nothing (the next `prepare` continues from the stored position),
