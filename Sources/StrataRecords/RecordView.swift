@@ -87,7 +87,7 @@ extension TransactionContext {
         _: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int, sameFields: Set<UInt32>
     ) throws -> RecordView<R> {
         guard key.count >= prefixLength else {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(value.count) bytes, too short for a record")
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: \(key.count) bytes, shorter than its keyspace prefix (\(prefixLength))")
         }
         let body: UnsafeRawBufferPointer
         do throws(RecordChecksum.Mismatch) {

@@ -8,11 +8,14 @@ import StrataMemory
 import Testing
 
 /// Counts the rows an engine hands out and the seeks it makes: the proof that queries seek
-/// to their first key and stop after their last (O(log n + k)).
+/// to their first key and stop after their last (O(log n + k)). With `maxWrites` it also
+/// declares and enforces a limit of writes per transaction, as etcd's engine does.
 final class CountingEngine: KeyValueEngine, @unchecked Sendable {
     let inner: any KeyValueEngine
     var engineName: String { inner.engineName }
     var capabilities: EngineCapabilities { inner.capabilities }
+    var limits: EngineLimits { maxWrites.map { EngineLimits(maxOperationsPerTransaction: $0) } ?? inner.limits }
+    let maxWrites: Int?
     let counts = Counts()
 
     final class Counts: @unchecked Sendable {
@@ -20,11 +23,11 @@ final class CountingEngine: KeyValueEngine, @unchecked Sendable {
         func reset() { (rows, seeks, gets) = (0, 0, 0) }
     }
 
-    init(_ inner: any KeyValueEngine) { self.inner = inner }
+    init(_ inner: any KeyValueEngine, maxWrites: Int? = nil) { (self.inner, self.maxWrites) = (inner, maxWrites) }
 
     func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R { try inner.read { try body(Counting(inner: $0, counts: counts)) } }
     func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
-        try inner.write { try body(Counting(inner: $0, counts: counts)) }
+        try inner.write { try body(Counting(inner: $0, counts: counts, maxWrites: maxWrites)) }
     }
     func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R { try await readOnTransactionThread(body) }
     func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R { try await writeOnTransactionThread(body) }
@@ -33,7 +36,14 @@ final class CountingEngine: KeyValueEngine, @unchecked Sendable {
     final class Counting: KeyValueWriter {
         let inner: any KeyValueReader
         let counts: Counts
-        init(inner: any KeyValueReader, counts: Counts) { (self.inner, self.counts) = (inner, counts) }
+        let maxWrites: Int?
+        var writes = 0
+        init(inner: any KeyValueReader, counts: Counts, maxWrites: Int? = nil) { (self.inner, self.counts, self.maxWrites) = (inner, counts, maxWrites) }
+        /// Counts a write against `maxWrites`, refusing the one that would cross it (the core's rule).
+        func counted() throws {
+            if let maxWrites, writes >= maxWrites { throw EngineError.transactionTooLarge(what: "writes", limit: maxWrites) }
+            writes += 1
+        }
         func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
             counts.gets += 1
             return try inner.withValue(forKey: key, body)
@@ -45,8 +55,14 @@ final class CountingEngine: KeyValueEngine, @unchecked Sendable {
                 return try visit(k, v)
             }
         }
-        func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws { try (inner as! any KeyValueWriter).put(value, forKey: key) }
-        func delete(_ key: UnsafeRawBufferPointer) throws { try (inner as! any KeyValueWriter).delete(key) }
+        func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
+            try counted()
+            try (inner as! any KeyValueWriter).put(value, forKey: key)
+        }
+        func delete(_ key: UnsafeRawBufferPointer) throws {
+            try counted()
+            try (inner as! any KeyValueWriter).delete(key)
+        }
         func clear(_ range: KeyRange) throws -> Int { try (inner as! any KeyValueWriter).clear(range) }
     }
 }

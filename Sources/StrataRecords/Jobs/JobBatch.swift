@@ -28,6 +28,33 @@ struct JobBatch {
         operations = engine.limits.maxOperationsPerTransaction.map { max(1, $0 - 2) }
     }
 
+    private init(size: Int, bytes: Int?, operations: Int?) {
+        (self.size, self.bytes, self.operations) = (size, bytes, operations)
+    }
+
+    /// Half this batching, for a job whose batch wrote more than the engine takes in one
+    /// transaction (`EngineError.transactionTooLarge`; a migrated record rewrites its covering
+    /// entries too, which a batch cannot count before it writes them); `nil` at one pair a
+    /// batch, where the work of a single pair is too large for the engine.
+    func halved() -> JobBatch? {
+        guard size > 1 else { return nil }
+        return JobBatch(size: size / 2, bytes: bytes.map { max(1, $0 / 2) }, operations: operations)
+    }
+
+    /// Runs one batch's transaction; when the engine refuses it as too large (it rolled back,
+    /// nothing of it was written), runs it again with half the batching, down to one pair.
+    /// `batching` keeps the size that worked, for the batches after it.
+    static func run<T>(_ batching: inout JobBatch, _ batch: (JobBatch) throws -> T) throws -> T {
+        while true {
+            do {
+                return try batch(batching)
+            } catch EngineError.transactionTooLarge(let what, let limit) {
+                guard let smaller = batching.halved() else { throw EngineError.transactionTooLarge(what: what, limit: limit) }
+                batching = smaller
+            }
+        }
+    }
+
     /// The next pairs of `range` strictly after `after` (all of it when `nil`), copied out (an
     /// engine lends its bytes only inside the scan), and whether the range is exhausted.
     func next(in tx: any KeyValueReader, _ range: KeyRange, after: [UInt8]?) throws -> (pairs: [(key: [UInt8], value: [UInt8])], exhausted: Bool) {

@@ -66,7 +66,7 @@ extension Store {
     /// The preparation loop, on the calling thread.
     func runPreparation<R: Record>(_: R.Type, batchSize: Int, job: PreparationJob,
                                    onBatch: (PreparationProgress) -> Void) throws -> PreparationReport {
-        let batching = JobBatch(engine: engine, requested: batchSize)
+        var batching = JobBatch(engine: engine, requested: batchSize)
         var report = PreparationReport()
         let keyspaceRange = KeyRange.components(prefix: KeyCodec.encode(R.recordType.keyspace))
         let plan = try withReadTransaction { ctx in
@@ -75,8 +75,12 @@ extension Store {
         job.update { $0.total = plan.records * plan.passes }
         var migrationPassed = false  // one migration pass per preparation
         while !job.isCancelled {
-            let step = try withTransaction { ctx in
-                try ctx.preparationStep(R.self, batching, migrate: !migrationPassed, report: &report)
+            let before = report
+            let step = try JobBatch.run(&batching) { batching in
+                report = before  // a batch refused as too large counted work that was rolled back
+                return try withTransaction { ctx in
+                    try ctx.preparationStep(R.self, batching, migrate: !migrationPassed, report: &report)
+                }
             }
             guard let step else { break }
             if step.passEnded && step.phase == Self.migrating { migrationPassed = true }
