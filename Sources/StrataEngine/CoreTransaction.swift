@@ -15,8 +15,16 @@ final class CoreTransaction: KeyValueWriter {
     private var bytes = 0
     /// Pending writes for storage that cannot read its own (`nil` otherwise).
     private var overlay: PendingWrites?
-    /// Whether `overlay` holds every write so far (it is built on the first read after writing).
+    /// Whether every write goes into `overlay` as it is made. Storage that buffers its writes
+    /// (``BufferedStorageWriteTransaction``) starts without: a transaction that writes and never
+    /// reads after writing (a bulk load) keeps no second copy of its writes, and a read finds them
+    /// by replaying the buffer (``indexOverlay()``). After two such replays reads and writes
+    /// interleave, and every write is indexed as it is made, so replays never add up.
     private var overlayIndexed = true
+    /// Writes to buffering storage since the overlay was last rebuilt from its buffer.
+    private var unindexedWrites = 0
+    /// How many times the overlay was rebuilt from the storage's buffer.
+    private var replays = 0
 
     init(core: CoreEngine, reader: any StorageReadTransaction, writer: (any StorageWriteTransaction)?) {
         self.core = core
@@ -28,6 +36,9 @@ final class CoreTransaction: KeyValueWriter {
             overlayIndexed = !(writer is BufferedStorageWriteTransaction)
         }
     }
+
+    /// The keys the overlay holds now (tests: a bulk load after a read keeps no second copy).
+    var overlayKeyCount: Int { overlay?.count ?? 0 }
 
     /// Ends the transaction (rolling back a writer that did not commit). Later use throws.
     func end() {
@@ -106,7 +117,7 @@ final class CoreTransaction: KeyValueWriter {
         if let max = limits.maxValueLength, value.count > max { throw EngineError.valueTooLarge(length: value.count, limit: max) }
         try count(bytes: key.count + value.count)
         do { try writer.put(value, forKey: key) } catch { throw broken(error) }
-        if overlayIndexed { overlay?.set(key, value) }
+        if overlayIndexed { overlay?.set(key, value) } else { unindexedWrites += 1 }
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
@@ -114,7 +125,7 @@ final class CoreTransaction: KeyValueWriter {
         let writer = try writableCheck()
         try count(bytes: key.count)
         do { try writer.delete(key) } catch { throw broken(error) }
-        if overlayIndexed { overlay?.set(key, nil) }
+        if overlayIndexed { overlay?.set(key, nil) } else { unindexedWrites += 1 }
     }
 
     func clear(_ range: KeyRange) throws -> Int {
@@ -189,11 +200,17 @@ final class CoreTransaction: KeyValueWriter {
         return overlay?.lookup(key) ?? .untouched
     }
 
-    /// Builds the overlay from the storage's buffered writes, once.
+    /// Makes the overlay hold every write so far: when writes went only into the storage's buffer
+    /// since the last rebuild, rebuilds it from the whole buffer (later writes of a key win). The
+    /// second rebuild switches to indexing every write as it is made.
     private func indexOverlay() {
-        guard !overlayIndexed, let buffered = writer as? BufferedStorageWriteTransaction else { return }
-        overlayIndexed = true
-        buffered.replayBufferedWrites { key, value in overlay?.set(key, value) }
+        guard !overlayIndexed, unindexedWrites > 0, let buffered = writer as? BufferedStorageWriteTransaction else { return }
+        let rebuilt = PendingWrites()
+        buffered.replayBufferedWrites { key, value in rebuilt.set(key, value) }
+        overlay = rebuilt
+        unindexedWrites = 0
+        replays += 1
+        if replays == 2 { overlayIndexed = true }
     }
 
     /// Walks the snapshot and the pending writes together, in order, at most `limit` pairs: a

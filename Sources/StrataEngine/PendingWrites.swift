@@ -5,14 +5,18 @@ import Foundation
 ///
 /// Every write is copied once into an arena of large chunks that never move: a 16-byte header (key
 /// and value lengths; a delete has no value), the key, the value. A key's newest entry is found
-/// through an open-addressing table of slot numbers, hashed over the key's bytes eight at a time.
+/// through an open-addressing table of slot numbers, hashed over the key's bytes eight at a time;
+/// each bucket keeps 32 bits of its key's hash beside the slot, so a probe compares keys only on a
+/// hash match and growing the table never reads a key again.
 /// An overwrite appends a new entry and repoints the key's slot (the old bytes stay until the
 /// transaction ends). So a million writes cost one copy each and three small arrays, not two
 /// arrays per key in a dictionary. Slots are kept in first-write order and sorted lazily when a
 /// scan needs them; sequential writes stay sorted.
 ///
 /// Buffers lent by ``lookup(_:)``, ``key(_:)`` and ``value(_:)`` stay valid until the overlay is
-/// freed (the end of the transaction).
+/// freed (the end of the transaction). One transaction uses it, on one thread, so its fields
+/// skip the runtime's exclusivity checks (a `swift_beginAccess` on every field access of a class,
+/// about a fifth of a put's instructions).
 final class PendingWrites {
     /// What the transaction did to a key.
     enum Lookup {
@@ -25,16 +29,17 @@ final class PendingWrites {
     private static let headerSize = 16
     private static let deleted = UInt64.max
 
-    private var chunks: [UnsafeMutableRawPointer] = []
-    private var cursor: UnsafeMutableRawPointer?
-    private var room = 0
+    @exclusivity(unchecked) private var chunks: [UnsafeMutableRawPointer] = []
+    @exclusivity(unchecked) private var cursor: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var room = 0
     /// Per distinct key (its slot), the newest entry.
-    private var entries: [UnsafeMutableRawPointer] = []
-    /// Slot + 1 per bucket, 0 for an empty one; the capacity is a power of two, at most half full.
-    private var table: [Int32] = []
+    @exclusivity(unchecked) private var entries: [UnsafeMutableRawPointer] = []
+    /// Per bucket, the upper 32 bits hold the key's hash and the lower 32 its slot + 1; 0 for an empty
+    /// bucket. The capacity is a power of two, at most half full.
+    @exclusivity(unchecked) private var table: [UInt64] = []
     /// Slots in first-write order until a scan sorts them by key.
-    private var order: [Int32] = []
-    private var sorted = true
+    @exclusivity(unchecked) private var order: [Int32] = []
+    @exclusivity(unchecked) private var sorted = true
 
     init() {}
 
@@ -43,6 +48,9 @@ final class PendingWrites {
     }
 
     var isEmpty: Bool { entries.isEmpty }
+
+    /// How many distinct keys it holds.
+    var count: Int { entries.count }
 
     /// Records a put (`value` non-nil) or a delete of `key`.
     func set(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer?) {
@@ -127,35 +135,45 @@ final class PendingWrites {
 
     // MARK: The table
 
-    private func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> Int? {
+    private func find(_ key: UnsafeRawBufferPointer, hash: UInt32) -> Int? {
         guard !table.isEmpty else { return nil }
         let mask = table.count - 1
-        var bucket = Int(truncatingIfNeeded: hash) & mask
+        var bucket = Int(hash) & mask
         while true {
-            let stored = Int(table[bucket])
+            let stored = table[bucket]
             if stored == 0 { return nil }
-            let candidate = self.key(stored - 1)
-            if candidate.count == key.count && (key.count == 0 || memcmp(candidate.baseAddress!, key.baseAddress!, key.count) == 0) {
-                return stored - 1
+            if UInt32(truncatingIfNeeded: stored >> 32) == hash {
+                let slot = Int(UInt32(truncatingIfNeeded: stored)) - 1
+                let candidate = self.key(slot)
+                if candidate.count == key.count && (key.count == 0 || memcmp(candidate.baseAddress!, key.baseAddress!, key.count) == 0) {
+                    return slot
+                }
             }
             bucket = (bucket + 1) & mask
         }
     }
 
-    private func insert(_ slot: Int, hash: UInt64) {
+    private func insert(_ slot: Int, hash: UInt32) {
+        insert(UInt64(hash) << 32 | UInt64(slot + 1))
+    }
+
+    private func insert(_ bucketValue: UInt64) {
         let mask = table.count - 1
-        var bucket = Int(truncatingIfNeeded: hash) & mask
+        var bucket = Int(UInt32(truncatingIfNeeded: bucketValue >> 32)) & mask
         while table[bucket] != 0 { bucket = (bucket + 1) & mask }
-        table[bucket] = Int32(slot + 1)
+        table[bucket] = bucketValue
     }
 
+    /// Doubles the table, placing each bucket by the hash it keeps.
     private func grow() {
-        table = [Int32](repeating: 0, count: max(64, table.count * 2))
-        for slot in entries.indices { insert(slot, hash: Self.hash(key(slot))) }
+        let old = table
+        table = [UInt64](repeating: 0, count: max(64, table.count * 2))
+        for stored in old where stored != 0 { insert(stored) }
     }
 
-    /// A hash of the key's bytes, eight at a time (Swift's `Hasher` takes one byte per call).
-    private static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
+    /// A hash of the key's bytes, eight at a time (Swift's `Hasher` takes one byte per call); the
+    /// table keeps its low 32 bits.
+    private static func hash(_ key: UnsafeRawBufferPointer) -> UInt32 {
         var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(key.count)
         var offset = 0
         while offset + 8 <= key.count {
@@ -169,6 +187,6 @@ final class PendingWrites {
             offset += 1
         }
         h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
-        return h ^ (h >> 29)
+        return UInt32(truncatingIfNeeded: h ^ (h >> 29))
     }
 }

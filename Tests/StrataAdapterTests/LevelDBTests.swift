@@ -1,6 +1,6 @@
 import CLevelDB
 import Foundation
-import StrataEngine
+@testable import StrataEngine
 import StrataLevelDB
 import Testing
 
@@ -44,6 +44,41 @@ struct LevelDBTests {
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == files)
         #expect(files.map { (try? FileManager.default.attributesOfItem(atPath: dir.path + "/" + $0)[.size] as? Int) ?? -1 } == sizes)
+    }
+
+    @Test("a write transaction indexes its WriteBatch only when a read needs it: a bulk load after a read keeps no second copy, and reads still see every write")
+    func overlayIndexedOnDemand() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = try LevelDBEngine(path: dir.path, options: EngineOptions())
+        defer { try? engine.close() }
+        func key(_ i: Int) -> [UInt8] { Array("k\(100_000 + i)".utf8) }
+        func value(_ i: Int, _ round: Int) -> [UInt8] { Array("v\(i)-\(round)".utf8) }
+        try engine.write { tx in
+            let core = tx as! CoreTransaction
+            #expect(try tx.get(key(0)) == nil)                     // a read before any write
+            for i in 0..<1_000 { try tx.put(value(i, 1), forKey: key(i)) }
+            #expect(core.overlayKeyCount == 0, "written only into the WriteBatch")
+            #expect(try tx.get(key(500)) == value(500, 1))         // first rebuild
+            #expect(core.overlayKeyCount == 1_000)
+            for i in 500..<1_500 { try tx.put(value(i, 2), forKey: key(i)) }
+            try tx.delete(key(3))
+            #expect(core.overlayKeyCount == 1_000, "not indexed until read")
+            let seen = try tx.pairs(KeyRange(lower: .inclusive(key(0)), upper: .exclusive(key(2_000))))  // second rebuild
+            #expect(seen.count == 1_499)
+            #expect(seen.allSatisfy { pair in
+                let i = Int(String(decoding: pair.key.dropFirst(), as: UTF8.self))! - 100_000
+                return pair.value == value(i, i < 500 ? 1 : 2)
+            })
+            // From now on every write is indexed as it is made.
+            try tx.put(value(7, 3), forKey: key(7))
+            try tx.delete(key(1_400))
+            #expect(core.overlayKeyCount == 1_500)
+            #expect(try tx.get(key(7)) == value(7, 3) && tx.get(key(1_400)) == nil && tx.get(key(3)) == nil)
+        }
+        let stored = try engine.read { tx in try tx.pairs(.all) }
+        #expect(stored.count == 1_498)
+        #expect(try engine.read { tx in try tx.get(key(7)) } == value(7, 3))
     }
 }
 
