@@ -87,9 +87,11 @@ extension StorageWriteTransaction {
 /// A write transaction that buffers its writes instead of applying them (its reads see the
 /// snapshot it began on), for storage declared with `readsOwnWrites: false`.
 ///
-/// The core indexes the buffered writes only when the transaction first reads after writing,
-/// by replaying them here; a transaction that only writes never pays for the index. Storage that
-/// does not conform has every write indexed as it happens.
+/// The core indexes the buffered writes only when a read needs them, by replaying them here: the
+/// first read after writing, and again the next read after more writes; from then on it indexes
+/// each write as it is made (so a transaction replays its buffer at most twice). A transaction
+/// that only writes, or reads only before its writes, never pays for the index and keeps one
+/// copy of its writes. Storage that does not conform has every write indexed as it happens.
 public protocol BufferedStorageWriteTransaction: StorageWriteTransaction {
     /// Calls `visit` with every buffered write in the order written; a `nil` value is a delete.
     func replayBufferedWrites(_ visit: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer?) -> Void)
