@@ -75,7 +75,8 @@ static int ldb_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, 
     uint64_t mark = rb_now(), sum = 0;
     if (reverse) leveldb_iter_seek_to_last(it); else leveldb_iter_seek_to_first(it);
     while (leveldb_iter_valid(it)) {
-        size_t vl;
+        size_t kl, vl;
+        (void)leveldb_iter_key(it, &kl);  /* the key, as every engine hands it to its visitor */
         const char *v = leveldb_iter_value(it, &vl);
         sum += rb_checksum(v, vl);
         count++;
@@ -101,7 +102,8 @@ static int ldb_scans(rb_store *s, const uint8_t *starts, size_t klen, size_t nsc
         uint64_t start = rb_now();
         leveldb_iter_seek(it, (const char *)starts + i * klen, klen);
         for (size_t j = 0; j < len && leveldb_iter_valid(it); j++) {
-            size_t vl;
+            size_t kl, vl;
+            (void)leveldb_iter_key(it, &kl);
             const char *v = leveldb_iter_value(it, &vl);
             count++;
             sum += rb_checksum(v, vl);

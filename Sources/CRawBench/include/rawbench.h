@@ -32,13 +32,14 @@ uint64_t rb_checksum(const void *bytes, size_t count);
 int rb_read(rb_store *s, const uint8_t *keys, size_t klen, const uint32_t *order, size_t n,
             size_t batch, uint64_t *batch_ns, uint64_t *found, uint64_t *checksum);
 
-/// Scans the whole store forward or backward in one read transaction. Writes the time of each
-/// batch of rows (up to max_batches), the row count and the sum of the values' rb_checksum.
+/// Scans the whole store forward or backward in one read transaction, fetching every row's key
+/// and value (as an engine hands both to its scan's visitor). Writes the time of each batch of
+/// rows (up to max_batches), the row count and the sum of the values' rb_checksum.
 int rb_scan(rb_store *s, int reverse, size_t batch, uint64_t *batch_ns, size_t max_batches,
             uint64_t *rows, uint64_t *checksum);
 
 /// nscans scans of `len` rows each, from starts[i] (klen bytes each), in one read transaction;
-/// times each scan; the rows seen and the sum of their values' rb_checksum.
+/// times each scan; the rows seen (key and value fetched) and the sum of their values' rb_checksum.
 int rb_scans(rb_store *s, const uint8_t *starts, size_t klen, size_t nscans, size_t len,
              uint64_t *scan_ns, uint64_t *rows, uint64_t *checksum);
 
