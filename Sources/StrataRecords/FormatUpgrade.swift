@@ -56,34 +56,36 @@ enum FormatUpgrade {
 
         // 2. Batches (``JobBatch``), each reading the progress in its own transaction: two
         //    processes upgrading at once take turns and never convert a record twice.
-        let batching = JobBatch(engine: engine, requested: requested)
+        var batching = JobBatch(engine: engine, requested: requested)
         while true {
-            let outcome: (report: FormatUpgradeReport, finished: Bool)? = try engine.write { tx in
-                guard let stored = try tx.get(job) else { return nil }
-                var progress = try Progress(decoding: stored)
-                let keyspaces = Set(try tx.keys(SystemKey.keyspaces).map(keyspaceName(ofCatalogKey:)))
-                let (batch, exhausted) = try batching.next(in: tx, SystemKey.nonSystem, after: progress.after.isEmpty ? nil : progress.after)
-                for (key, value) in batch {
-                    guard let keyspace = try? recordKeyspace(of: key), keyspaces.contains(keyspace) else {
-                        progress.report.untouched += 1
-                        continue
+            let outcome: (report: FormatUpgradeReport, finished: Bool)? = try JobBatch.run(&batching) { batching in
+                try engine.write { tx in
+                    guard let stored = try tx.get(job) else { return nil }
+                    var progress = try Progress(decoding: stored)
+                    let keyspaces = Set(try tx.keys(SystemKey.keyspaces).map(keyspaceName(ofCatalogKey:)))
+                    let (batch, exhausted) = try batching.next(in: tx, SystemKey.nonSystem, after: progress.after.isEmpty ? nil : progress.after)
+                    for (key, value) in batch {
+                        guard let keyspace = try? recordKeyspace(of: key), keyspaces.contains(keyspace) else {
+                            progress.report.untouched += 1
+                            continue
+                        }
+                        if let rewritten = rewrite(key: key, formatOneValue: value) {
+                            try tx.put(rewritten, forKey: key)
+                            progress.report.converted += 1
+                        } else {
+                            progress.report.damaged += 1
+                            if progress.report.firstDamagedKeys.count < 10 { progress.report.firstDamagedKeys.append(key) }
+                        }
                     }
-                    if let rewritten = rewrite(key: key, formatOneValue: value) {
-                        try tx.put(rewritten, forKey: key)
-                        progress.report.converted += 1
+                    progress.after = batch.last?.key ?? progress.after
+                    progress.report.batches += 1
+                    if exhausted {
+                        try tx.delete(job)
                     } else {
-                        progress.report.damaged += 1
-                        if progress.report.firstDamagedKeys.count < 10 { progress.report.firstDamagedKeys.append(key) }
+                        try tx.put(progress.encoded(), forKey: job)
                     }
+                    return (progress.report, exhausted)
                 }
-                progress.after = batch.last?.key ?? progress.after
-                progress.report.batches += 1
-                if exhausted {
-                    try tx.delete(job)
-                } else {
-                    try tx.put(progress.encoded(), forKey: job)
-                }
-                return (progress.report, exhausted)
             }
             guard let outcome else { return nil }  // another process finished it
             onBatch(outcome.report)

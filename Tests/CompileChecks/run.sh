@@ -12,14 +12,7 @@ cd "$(dirname "$0")/../.."
 build=$(swift build --show-bin-path)
 passed=0 failed=0
 
-typecheck() {
-  swiftc -typecheck "$1" -I "$build/Modules" \
-    -load-plugin-executable "$build/StrataMacrosPlugin-tool#StrataMacrosPlugin" \
-    -Xcc -fmodule-map-file=Sources/CLMDB/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CLevelDB/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CCRC32C/include/module.modulemap 2>&1
-}
+source Tests/CompileChecks/typecheck.sh
 
 # Compares the compiler's errors with the file's annotations; prints each mismatch.
 check_annotations() {

@@ -10,6 +10,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=$(swift build --show-bin-path)
+source Tests/CompileChecks/typecheck.sh
 out=.build/doc-code-blocks
 rm -rf "$out" && mkdir -p "$out"
 passed=0 failed=0
@@ -49,12 +50,7 @@ for doc in "$@"; do
     NF { skip = 0 }
   ' "$doc"
   if [ -s "$out/$name.swift" ]; then
-    output=$(swiftc -typecheck "$out/$name.swift" -I "$build/Modules" \
-      -load-plugin-executable "$build/StrataMacrosPlugin-tool#StrataMacrosPlugin" \
-      -Xcc -fmodule-map-file=Sources/CLMDB/module.modulemap \
-      -Xcc -fmodule-map-file=Sources/CLevelDB/module.modulemap \
-      -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap \
-      -Xcc -fmodule-map-file=Sources/CCRC32C/include/module.modulemap 2>&1)
+    output=$(typecheck "$out/$name.swift")
     if [ $? -eq 0 ]; then
       passed=$((passed + 1)); echo "ok   $doc: $(grep -c '^#sourceLocation(file' "$out/$name.swift") Swift blocks"
     else

@@ -369,33 +369,22 @@ struct GaugeV2: Record, Equatable {
     }
 }
 
-/// A reading at version 1 in a keyspace whose version 2 has a covering index.
-struct ProbeV1: Record {
-    var id: Int
-    var degrees: Int
-    static let recordType = RecordType(keyspace: "Probe", version: 1, key: [("id", Int.self)])
-    func writeKey(to key: inout KeyWriter) { key.append(id) }
-    func writeFields(to fields: inout FieldWriter) { fields.write(degrees) }
-    init(id: Int, degrees: Int) { (self.id, self.degrees) = (id, degrees) }
-    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); degrees = try fields.read() }
-}
-
-/// Version 2: a Double, with a covering index, whose entries hold the record's bytes, so
-/// migrating a record rewrites its entry too (two writes a record, not one).
-struct ProbeV2: Record, Equatable {
+/// Gauge at version 2 as `GaugeV2`, but its index is covering: the entries hold the record's
+/// bytes, so migrating a record rewrites its entry too (two writes a record, not one).
+struct CoveredGaugeV2: Record, Equatable {
     var id: Int
     var celsius: Double
-    static let recordType = RecordType(keyspace: "Probe", version: 2, key: [("id", Int.self)])
-    static let byCelsius = RecordIndex<ProbeV2>("byCelsius", .field("celsius", \.celsius), covering: true)
+    static let recordType = RecordType(keyspace: "Gauge", version: 2, key: [("id", Int.self)])
+    static let byCelsius = RecordIndex<CoveredGaugeV2>("byCelsius", .field("celsius", \.celsius), covering: true)
     static let indexes = [byCelsius]
     func writeKey(to key: inout KeyWriter) { key.append(id) }
     func writeFields(to fields: inout FieldWriter) { fields.write(celsius) }
     init(id: Int, celsius: Double) { (self.id, self.celsius) = (id, celsius) }
     init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); celsius = try fields.read() }
-    static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> ProbeV2? {
+    static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> CoveredGaugeV2? {
         guard version == 1 else { return nil }
-        let old = try ProbeV1(key: &key, fields: &fields)
-        return ProbeV2(id: old.id, celsius: Double(old.degrees))
+        let old = try GaugeV1(key: &key, fields: &fields)
+        return CoveredGaugeV2(id: old.id, celsius: Double(old.degrees))
     }
 }
 
@@ -404,17 +393,17 @@ struct MigrationJobTests {
     @Test("on an engine that limits writes per transaction (etcd's 128), a migration that rewrites covering entries halves its batches until they fit")
     func migrationWithinWriteLimits() throws {
         let memory = MemoryEngine()
-        try Store(engine: memory).withTransaction { ctx in for id in 0..<200 { try ctx.insert(ProbeV1(id: id, degrees: id % 20)) } }
+        try Store(engine: memory).withTransaction { ctx in for id in 0..<200 { try ctx.insert(GaugeV1(id: id, degrees: id % 20)) } }
         let engine = CountingEngine(memory, maxWrites: 30)
         let store = try Store(engine: engine)
-        let report = try store.prepare(ProbeV2.self).wait()
+        let report = try store.prepare(CoveredGaugeV2.self).wait()
         #expect(report.built == ["byCelsius"] && report.recordsIndexed == 200)
         #expect(report.migrated == 200 && report.unconvertible == 0, "each record migrated once: \(report.migrated)")
         try store.withReadTransaction { (ctx: TransactionContext) throws in
-            #expect(try ProbeV2.byCelsius.select(in: ctx, .all.equal(7.0)).map(\.id) == Array(stride(from: 7, to: 200, by: 20)))
-            #expect(try ctx.verifyIndexes(ProbeV2.self).allSatisfy { $0.isExact })
+            #expect(try CoveredGaugeV2.byCelsius.select(in: ctx, .all.equal(7.0)).map(\.id) == Array(stride(from: 7, to: 200, by: 20)))
+            #expect(try ctx.verifyIndexes(CoveredGaugeV2.self).allSatisfy { $0.isExact })
         }
-        let versions = try engine.read { tx in try tx.pairs(KeyRange.components(prefix: KeyCodec.encode("Probe"))).map { $0.value.first! } }
+        let versions = try engine.read { tx in try tx.pairs(KeyRange.components(prefix: KeyCodec.encode("Gauge"))).map { $0.value.first! } }
         #expect(versions == Array(repeating: 2, count: 200))
         try store.close()
     }
