@@ -85,6 +85,13 @@ public enum Bytewise {
         }
     }
 
+    /// Bytewise comparison of two arrays, through their buffers (the generic version walks
+    /// iterators byte by byte: about 200 instructions for two short keys).
+    @inlinable
+    public static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        a.withUnsafeBytes { x in b.withUnsafeBytes { y in compare(x, y) } }
+    }
+
     /// Bytewise comparison of two raw buffers (memcmp, then the shorter first).
     public static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = Swift.min(a.count, b.count)

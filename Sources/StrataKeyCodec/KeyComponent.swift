@@ -41,6 +41,12 @@ public struct KeyWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// A writer that appends to `bytes` (a buffer kept for reuse, say).
+    @inlinable
+    public init(appendingTo bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
     /// Appends `component`'s encoding.
     @inlinable
     public mutating func append<C: KeyComponent>(_ component: C) { component.encode(to: &self) }

@@ -10,6 +10,11 @@ final class LevelDBTransaction: BufferedStorageWriteTransaction {
     private let readOptions: OpaquePointer
     private var batch: OpaquePointer?
     private var hasWrites = false
+    /// An iterator kept between scans: creating one (a merging iterator over the memtables and
+    /// every level's files) cost a one-row scan most of its time. It reads the snapshot, which a
+    /// writer's own writes never change (they wait in the batch), so writers keep one too; a scan
+    /// inside another scan's visitor creates its own.
+    private var spareIterator: OpaquePointer?
 
     init(storage: LevelDBStorage, db: OpaquePointer, writable: Bool) {
         self.storage = storage
@@ -21,6 +26,8 @@ final class LevelDBTransaction: BufferedStorageWriteTransaction {
     }
 
     func end() {
+        if let spareIterator { leveldb_iter_destroy(spareIterator) }
+        spareIterator = nil
         leveldb_readoptions_destroy(readOptions)
         leveldb_release_snapshot(db, snapshot)
         if let batch { leveldb_writebatch_destroy(batch) }
@@ -54,8 +61,11 @@ final class LevelDBTransaction: BufferedStorageWriteTransaction {
     func scan(
         _ range: ResolvedRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
-        let iterator = leveldb_create_iterator(db, readOptions)!
-        defer { leveldb_iter_destroy(iterator) }
+        let iterator = spareIterator ?? leveldb_create_iterator(db, readOptions)!
+        spareIterator = nil
+        defer {
+            if spareIterator == nil { spareIterator = iterator } else { leveldb_iter_destroy(iterator) }
+        }
         if reverse { seekLast(iterator, range) } else { seekFirst(iterator, range) }
         var remaining = limit ?? .max
         while leveldb_iter_valid(iterator) != 0 {

@@ -80,12 +80,16 @@ struct Generator {
                 let chain = "Strata.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
                 let comparison = (plain + ["\(last.name): Strata.Comparison<\(last.element)>"]).joined(separator: ", ")
                 let equal = (plain + ["\(last.name): \(last.element)"]).joined(separator: ", ")
+                // Equalities encode their values straight into the transaction's buffers (no query value).
+                let values = "{ " + index.components.prefix(length).map { "$0.append(\($0.name))" }.joined(separator: "; ") + " }"
                 for (parameters, query) in [(comparison, chain + ".then(\(last.name))"), (equal, chain + ".equal(\(last.name))")] {
+                    let isEqual = parameters == equal
                     lines.append("        \(access)func select(\(ctx), \(selectParameters(parameters))) throws -> [\(type)] {")
-                    lines.append("            try index.select(in: __ctx, \(query), limit: __limit, order: __order)")
+                    lines.append(isEqual ? "            try index.select(in: __ctx, limit: __limit, order: __order, equal: \(values))"
+                                         : "            try index.select(in: __ctx, \(query), limit: __limit, order: __order)")
                     lines.append("        }")
                     lines.append("        \(access)func count(\(ctx), \(parameters)) throws -> Int {")
-                    lines.append("            try index.count(in: __ctx, \(query))")
+                    lines.append(isEqual ? "            try index.count(in: __ctx, equal: \(values))" : "            try index.count(in: __ctx, \(query))")
                     lines.append("        }")
                     lines.append("        \(access)func query(\(parameters)) -> Strata.Query<\(type)> {")
                     lines.append("            Strata.Query(index: index, \(query))")
@@ -111,10 +115,10 @@ struct Generator {
                 }
             }
             let whole = index.components.map { "\($0.name): \($0.element)" }.joined(separator: ", ")
-            let wholeQuery = "Strata.RecordQuery.all" + index.components.map { ".equal(\($0.name))" }.joined()
+            let wholeValues = "{ " + index.components.map { "$0.append(\($0.name))" }.joined(separator: "; ") + " }"
             if index.unique {
                 lines.append("        \(access)func fetch(\(ctx), \(whole)) throws -> \(type)? {")
-                lines.append("            try index.fetch(in: __ctx, \(wholeQuery))")
+                lines.append("            try index.fetch(in: __ctx, equal: \(wholeValues))")
                 lines.append("        }")
             } else {
                 let message = literal("fetch needs a unique index: \(index.name) is not unique (declare it with unique: true, or use select)")

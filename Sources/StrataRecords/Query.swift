@@ -130,6 +130,18 @@ public struct RecordQuery: Sendable {
         return query
     }
 
+    /// Whether the query is equalities only (no comparison, not an empty `oneOf`): one range of
+    /// the keys that start with ``prefix``.
+    @inlinable var isEquality: Bool { !isEmpty && bounds.count == 1 && bounds[0].isEmpty }
+
+    /// Equalities on `components` components whose encodings are `prefix`.
+    @usableFromInline init(equalityPrefix prefix: [UInt8], components: Int) {
+        self.prefix = prefix
+        componentTypes = Array(repeating: ObjectIdentifier(RecordQuery.self), count: components)
+    }
+
+    init() {}
+
     /// The byte ranges to scan for records in `keyspacePrefix`, in ascending order.
     @usableFromInline func ranges(keyspacePrefix: [UInt8]) -> [KeyRange] {
         if isEmpty { return [] }

@@ -20,6 +20,8 @@ public final class TransactionContext {
     /// Reused for encoding keys and values without allocating per record.
     @exclusivity(unchecked) @usableFromInline var keyWriter = KeyWriter(capacity: 64)
     @exclusivity(unchecked) @usableFromInline var fieldWriter = FieldWriter()
+    /// Byte buffers a query borrows for its bounds and record keys (``takeBuffer()``).
+    @exclusivity(unchecked) @usableFromInline var spareBuffers: [[UInt8]] = []
 
     init(store: Store, reader: any KeyValueReader, writer: (any KeyValueWriter)?) {
         self.store = store
@@ -206,6 +208,20 @@ public final class TransactionContext {
     }
 
     // MARK: Encoding
+
+    /// An empty buffer with the capacity of an earlier one, taken out of this transaction's
+    /// spares: the taker owns it until ``giveBack(_:)``, so a query run from inside another's
+    /// visitor takes other buffers (or allocates) and never writes into one that is lent.
+    @inlinable
+    func takeBuffer() -> [UInt8] { spareBuffers.popLast() ?? [] }
+
+    /// Returns a buffer from ``takeBuffer()``, emptied, for the next taker.
+    @inlinable
+    func giveBack(_ buffer: inout [UInt8]) {
+        buffer.removeAll(keepingCapacity: true)
+        spareBuffers.append(buffer)
+        buffer = []
+    }
 
     /// The keyspace prefix of `R`: its keyspace name as the first key component. Encoded once
     /// per transaction and type.

@@ -58,8 +58,7 @@ final class SQLiteTransaction: StorageWriteTransaction {
     func scan(
         _ range: ResolvedRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
-        let sql = "SELECT k, v FROM kv" + Self.whereClause(range) + (reverse ? " ORDER BY k DESC" : " ORDER BY k") + " LIMIT ?3"
-        try connection.withStatement(sql) { statement in
+        try connection.withHotStatement(.scan(range, reverse: reverse)) { statement in
             try Self.bind(range, to: statement) {
                 sqlite3_bind_int64(statement, 3, Int64(limit ?? -1))  // a negative LIMIT is none
                 while true {

@@ -56,6 +56,11 @@ struct IndexRedefinitionTests {
                         == Array(expected.reversed().prefix(3)), "\(comment): city \(city), last 3", sourceLocation: sourceLocation)
                 #expect(try RedefinedMember.byCityAge.count(in: ctx, .all.equal(city)) == expected.count, "\(comment): count \(city)",
                         sourceLocation: sourceLocation)
+                // The same equalities as encoded values (the macro's path), through the previous generation too.
+                #expect(try RedefinedMember.byCityAge.select(in: ctx, limit: 3, order: .descending) { $0.append(city) }.map(\.member.id)
+                        == Array(expected.reversed().prefix(3)), "\(comment): city \(city) as values, last 3", sourceLocation: sourceLocation)
+                #expect(try RedefinedMember.byCityAge.count(in: ctx) { $0.append(city) } == expected.count, "\(comment): count \(city) as values",
+                        sourceLocation: sourceLocation)
                 let above = cityNicknameOrder(members.filter {
                     $0.city == city && encoding("n4" as String?).lexicographicallyPrecedes(encoding($0.nickname))
                 }).map(\.id)

@@ -177,7 +177,10 @@ struct IndexSeekTests {
         for name in ["byTag", "byTagCovering"] {
             #expect(small[name]! == large[name]!, "\(name): \(small[name]!) at 10k, \(large[name]!) at 1M")
         }
-        #expect(large["byTag"]! == (seeks: 1, rows: 20, gets: 20))
-        #expect(large["byTagCovering"]! == (seeks: 1, rows: 20, gets: 0))
+        // Rows: the 20 entries and the first one after them, which ends the scan. An equality
+        // seeks to its values and checks where their entries end itself (one bound, one buffer);
+        // an engine given both bounds reads that next key all the same, to compare it.
+        #expect(large["byTag"]! == (seeks: 1, rows: 21, gets: 20))
+        #expect(large["byTagCovering"]! == (seeks: 1, rows: 21, gets: 0))
     }
 }

@@ -146,8 +146,9 @@ struct ActiveIndex {
 /// transaction sees it. Its definition is no longer any Swift type's, so its entries are
 /// computed from the records' stored bytes through the catalog (``CatalogSnapshot/entries(of:generation:keyspace:name:record:keyLayout:primaryKey:)``).
 /// Queries on the new definition read their candidates from it while the new one is built.
+/// A class: every index query copies its ``ActiveIndex``, and a reference copies in one retain.
 @usableFromInline
-struct PreviousIndex {
+final class PreviousIndex {
     let generation: Int
     let prefix: [UInt8]
     let definition: IndexDefinition
@@ -160,6 +161,12 @@ struct PreviousIndex {
     let name: String
     let catalog: CatalogSnapshot
     let keyLayout: [(name: String, type: String)]
+
+    init(generation: Int, prefix: [UInt8], definition: IndexDefinition, shared: Int, sameComponents: Bool, keyspace: String, name: String,
+         catalog: CatalogSnapshot, keyLayout: [(name: String, type: String)]) {
+        (self.generation, self.prefix, self.definition, self.shared, self.sameComponents) = (generation, prefix, definition, shared, sameComponents)
+        (self.keyspace, self.name, self.catalog, self.keyLayout) = (keyspace, name, catalog, keyLayout)
+    }
 
     /// The entry keys the record stored as `key` (keyspace prefix included) and `value` calls for.
     func entries(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, keyspacePrefixLength: Int) throws(IndexUnverifiable) -> [[UInt8]] {

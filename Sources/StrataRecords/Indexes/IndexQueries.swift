@@ -65,6 +65,51 @@ extension RecordIndex {
         return keys
     }
 
+    /// The records whose leading index values equal those `values` appends, in order, to the
+    /// writer (`{ $0.append(lastName); $0.append(firstName) }`), at most `limit`, in index
+    /// order. The macro's generated equality queries call this: the values are encoded into
+    /// buffers the transaction reuses, so a lookup allocates only the records it returns. More
+    /// values than the index has components are ``RecordError/invalidQuery(type:detail:)``;
+    /// values of another type than a component's match nothing (the typed query methods the
+    /// macro generates cannot get this wrong).
+    @inlinable
+    public func select(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil, equal values: (inout KeyWriter) -> Void) throws -> [R] {
+        var records: [R] = []
+        try ctx.scanIndexRows(self, equal: values, limit: limit, order: order ?? .ascending) { _, _, key, value in
+            records.append(try ctx.decode(R.self, key: key, value: value))
+            return true
+        }
+        return records
+    }
+
+    /// How many entries have the leading values `values` appends (see
+    /// ``select(in:limit:order:equal:)``); records are not read.
+    @inlinable
+    public func count(in ctx: TransactionContext, equal values: (inout KeyWriter) -> Void) throws -> Int {
+        var n = 0
+        try ctx.scanIndexRows(self, equal: values, limit: nil, order: .ascending, readRecords: false) { _, _, _, _ in
+            n += 1
+            return true
+        }
+        return n
+    }
+
+    /// A unique index's point lookup by every component's value, appended by `values` in
+    /// order (see ``select(in:limit:order:equal:)``). On an index that is not unique, this is
+    /// ``RecordError/invalidIndex(type:index:detail:)``.
+    @inlinable
+    public func fetch(in ctx: TransactionContext, equal values: (inout KeyWriter) -> Void) throws -> R? {
+        guard unique else {
+            throw RecordError.invalidIndex(type: "\(R.self)", index: name, detail: "fetch needs a unique index; use select")
+        }
+        var record: R?
+        try ctx.scanIndexRows(self, equal: values, limit: 1, order: .ascending, everyComponent: true) { _, _, key, value in
+            record = try ctx.decode(R.self, key: key, value: value)
+            return false
+        }
+        return record
+    }
+
     /// The query as a value, to page, stream or walk with a cursor (``Query``).
     public func query(_ query: RecordQuery = .all) -> Query<R> { Query(index: self, query) }
 
@@ -110,6 +155,9 @@ extension TransactionContext {
         if let previous = source.throughPrevious {
             return try scanThroughPrevious(index, previous, query, limit: limit, order: order, after: position, body)
         }
+        if position == nil && query.isEquality {
+            return try scanEqualEntries(index, source, limit: limit, order: order, readRecords: readRecords, { $0.write(contentsOf: query.prefix) }, body)
+        }
         let keyspacePrefix = prefix(R.self)
         var recordKey = keyspacePrefix
         var ranges = query.ranges(keyspacePrefix: source.prefix)
@@ -135,19 +183,136 @@ extension TransactionContext {
         }
     }
 
+    /// ``scanIndexRows(_:_:limit:order:after:readRecords:_:)`` for an equality on the index's
+    /// leading components, whose encodings `writeValues` appends in order (as the macro's
+    /// generated queries do): nothing is allocated but what `body` keeps.
+    @inlinable
+    func scanIndexRows<R: Record>(
+        _ index: RecordIndex<R>, equal writeValues: (inout KeyWriter) -> Void, limit: Int?, order: Order, readRecords: Bool = true,
+        everyComponent: Bool = false, _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        let source = try indexSource(index, nil)
+        guard let previous = source.throughPrevious else {
+            return try scanEqualEntries(index, source, limit: limit, order: order, readRecords: readRecords, everyComponent: everyComponent, writeValues, body)
+        }
+        // Being built over a previous generation of other components: the general path, with the
+        // values as a query (rare, and it reads whole groups anyway).
+        var values = KeyWriter()
+        writeValues(&values)
+        let count = try values.bytes.withUnsafeBytes { try Self.componentCount(of: $0, index: index) }
+        try Self.check(given: count, everyComponent: everyComponent, index)
+        let query = RecordQuery(equalityPrefix: values.bytes, components: count)
+        return try scanThroughPrevious(index, previous, query, limit: limit, order: order, after: nil, body)
+    }
+
+    /// The entries of `source` whose values start with those `writeValues` appends: one range
+    /// `[p, p + FF)` (``KeyRange/components(prefix:_:)``), its bounds built in buffers this
+    /// transaction reuses (``takeBuffer()``), so a lookup allocates nothing of its own.
+    @inlinable
+    func scanEqualEntries<R: Record>(
+        _ index: RecordIndex<R>, _ source: IndexSource, limit: Int?, order: Order, readRecords: Bool, everyComponent: Bool = false,
+        _ writeValues: (inout KeyWriter) -> Void,
+        _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        var values = KeyWriter(appendingTo: takeBuffer())
+        values.write(contentsOf: source.prefix)
+        writeValues(&values)
+        var bound = values.bytes
+        values.bytes = []
+        defer { giveBack(&bound) }
+        let given = try bound.withUnsafeBytes { try Self.componentCount(of: UnsafeRawBufferPointer(rebasing: $0[source.prefix.count...]), index: index) }
+        try Self.check(given: given, everyComponent: everyComponent, index)
+        if let limit, limit <= 0 { return }  // as every query: nothing, not an error
+        // The entries are the keys that start with the bound, [bound, bound + FF): one side is
+        // given to the engine to seek to, the other is checked here (one buffer, not two).
+        let matched = bound.count
+        let range: KeyRange
+        if order == .descending {
+            bound.append(0xFF)
+            range = KeyRange(upper: .exclusive(bound))
+        } else {
+            range = KeyRange(lower: .inclusive(bound))
+        }
+        let prefixLength = source.prefix.count
+        let covering = source.covering, components = source.components
+        // Each row's record key is the keyspace prefix, then the entry's primary key: built on
+        // the stack (an entry, and so the key inside it, is at most a key long).
+        let keyspacePrefix = prefix(R.self)
+        guard keyspacePrefix.count < KeyLimits.maxKeyLength else { return }  // no key of the type fits: no record, no entry
+        try bound.withUnsafeBytes { bound in
+            let entries = UnsafeRawBufferPointer(rebasing: bound[..<matched])
+            try withUnsafeTemporaryAllocation(byteCount: KeyLimits.maxKeyLength, alignment: 1) { recordKey in
+                keyspacePrefix.withUnsafeBytes { recordKey.copyMemory(from: $0) }
+                try reader.scan(range, reverse: order == .descending, limit: limit) { key, value in
+                    guard key.count >= matched, Bytewise.compare(UnsafeRawBufferPointer(rebasing: key[..<matched]), entries) == 0 else { return false }
+                    let suffix = UnsafeRawBufferPointer(rebasing: key[prefixLength...])
+                    let primaryOffset = try Self.leadingLength(components, of: suffix, index: index.name, of: R.self)
+                    guard readRecords else {
+                        return try body(suffix, primaryOffset, UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0))
+                    }
+                    let primary = UnsafeRawBufferPointer(rebasing: suffix[primaryOffset...])
+                    let length = keyspacePrefix.count + primary.count
+                    guard length <= recordKey.count else {
+                        throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry's primary key is longer than a key")
+                    }
+                    UnsafeMutableRawBufferPointer(rebasing: recordKey[keyspacePrefix.count..<length]).copyMemory(from: primary)
+                    let k = UnsafeRawBufferPointer(rebasing: recordKey[..<length])
+                    if covering { return try body(suffix, primaryOffset, k, value) }
+                    return try reader.withValue(forKey: k) { stored in
+                        guard let stored else {
+                            throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry names a record that is not stored")
+                        }
+                        return try body(suffix, primaryOffset, k, stored)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Refuses more values than `index` has components, or fewer than all when `everyComponent`.
+    @inlinable
+    static func check<R: Record>(given: Int, everyComponent: Bool, _ index: RecordIndex<R>) throws {
+        let components = index.components.count
+        if everyComponent ? given != components : given > components {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: everyComponent ? "fetch on index \(index.name) needs every component, by equality"
+                                            : "\(given) components given, index \(index.name) has \(components)")
+        }
+    }
+
+    /// How many components the encoded values `bytes` hold; bytes that are no encoding are an
+    /// invalid query on `index`.
+    @inlinable
+    static func componentCount<R: Record>(of bytes: UnsafeRawBufferPointer, index: RecordIndex<R>) throws -> Int {
+        var reader = KeyReader(bytes)
+        var count = 0
+        do {
+            while reader.offset < bytes.count {
+                try reader.skipComponent()
+                count += 1
+            }
+        } catch {
+            throw RecordError.invalidQuery(type: "\(R.self)", detail: "the values given for index \(index.name) are not key components: \(error)")
+        }
+        return count
+    }
+
     /// Where the entries of `index` are read, after the checks every index query makes: declared,
-    /// readable (or standing in for by a previous generation), and `query` of the index's shape.
+    /// readable (or standing in for by a previous generation), and `query` (when given) of the
+    /// index's shape.
     @usableFromInline
-    func indexSource<R: Record>(_ index: RecordIndex<R>, _ query: RecordQuery) throws -> IndexSource {
-        guard let active = try prepare(R.self).first(where: { $0.name == index.name }) else {
+    func indexSource<R: Record>(_ index: RecordIndex<R>, _ query: RecordQuery?) throws -> IndexSource {
+        let indexes = try prepare(R.self)
+        guard let i = indexes.firstIndex(where: { $0.name == index.name }) else {
             throw RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: "\(R.self).indexes does not declare it")
         }
-        guard active.state == .readable || active.previous != nil else {
-            throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: active.state)
+        // Fields read in place: a copy of the whole ActiveIndex cost a lookup a tenth of its time.
+        let state = indexes[i].state
+        guard state == .readable || indexes[i].previous != nil else {
+            throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: state)
         }
-        try validate(query, for: index)
-        guard active.state != .readable, let previous = active.previous else {
-            return IndexSource(prefix: active.prefix, components: active.componentCount, covering: active.covering, throughPrevious: nil)
+        if let query { try validate(query, for: index) }
+        guard state != .readable, let previous = indexes[i].previous else {
+            return IndexSource(prefix: indexes[i].prefix, components: indexes[i].componentCount, covering: indexes[i].covering, throughPrevious: nil)
         }
         // Being built: the generation it replaces is read instead, as it is when only unique or
         // covering changed, else through scanThroughPrevious.
