@@ -20,8 +20,8 @@ public final class TransactionContext {
     /// Reused for encoding keys and values without allocating per record.
     @exclusivity(unchecked) @usableFromInline var keyWriter = KeyWriter(capacity: 64)
     @exclusivity(unchecked) @usableFromInline var fieldWriter = FieldWriter()
-    /// Byte buffers a query borrows for its bounds and record keys (``takeBuffer()``).
-    @exclusivity(unchecked) @usableFromInline var spareBuffers: [[UInt8]] = []
+    /// A byte buffer an index query borrows for its bound (``takeBuffer()``).
+    @exclusivity(unchecked) @usableFromInline var spareBuffer: [UInt8]?
 
     init(store: Store, reader: any KeyValueReader, writer: (any KeyValueWriter)?) {
         self.store = store
@@ -209,17 +209,21 @@ public final class TransactionContext {
 
     // MARK: Encoding
 
-    /// An empty buffer with the capacity of an earlier one, taken out of this transaction's
-    /// spares: the taker owns it until ``giveBack(_:)``, so a query run from inside another's
-    /// visitor takes other buffers (or allocates) and never writes into one that is lent.
+    /// An empty buffer with the capacity of an earlier one, taken out of this transaction: the
+    /// taker owns it until ``giveBack(_:)``, so a query run from inside another's visitor finds
+    /// none and allocates its own, never writing into one that is lent.
     @inlinable
-    func takeBuffer() -> [UInt8] { spareBuffers.popLast() ?? [] }
+    func takeBuffer() -> [UInt8] {
+        guard let buffer = spareBuffer else { return [] }
+        spareBuffer = nil
+        return buffer
+    }
 
-    /// Returns a buffer from ``takeBuffer()``, emptied, for the next taker.
+    /// Keeps a buffer from ``takeBuffer()``, emptied, for the next taker (unless one is kept).
     @inlinable
     func giveBack(_ buffer: inout [UInt8]) {
         buffer.removeAll(keepingCapacity: true)
-        spareBuffers.append(buffer)
+        if spareBuffer == nil { spareBuffer = buffer }
         buffer = []
     }
 

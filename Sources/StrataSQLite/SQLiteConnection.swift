@@ -25,8 +25,18 @@ final class SQLiteConnection {
         /// A scan's: its bounds' kinds (absent, inclusive, exclusive) and order. Bounds are
         /// parameters ?1 (lower) and ?2 (upper), the limit ?3.
         static func scan(_ range: ResolvedRange, reverse: Bool) -> HotStatement {
-            func kind(_ bound: ResolvedRange.Bound?) -> Int { bound.map { $0.inclusive ? 1 : 2 } ?? 0 }
-            return HotStatement(rawValue: 3 + kind(range.lower) * 6 + kind(range.upper) * 2 + (reverse ? 1 : 0))
+            HotStatement(rawValue: 3 + kind(range.lower) * 6 + kind(range.upper) * 2 + (reverse ? 1 : 0))
+        }
+
+        /// A bound's kind: 0 absent, 1 inclusive, 2 exclusive.
+        private static func kind(_ bound: ResolvedRange.Bound?) -> Int { bound.map { $0.inclusive ? 1 : 2 } ?? 0 }
+
+        /// `WHERE` for a range; the bounds are parameters ?1 (lower) and ?2 (upper).
+        static func whereClause(_ range: ResolvedRange) -> String { whereClause(lower: kind(range.lower), upper: kind(range.upper)) }
+
+        private static func whereClause(lower: Int, upper: Int) -> String {
+            let terms = [["", "k >= ?1", "k > ?1"][lower], ["", "k <= ?2", "k < ?2"][upper]].filter { !$0.isEmpty }
+            return terms.isEmpty ? "" : " WHERE " + terms.joined(separator: " AND ")
         }
 
         var sql: String {
@@ -36,9 +46,7 @@ final class SQLiteConnection {
             case 2: return "DELETE FROM kv WHERE k = ?1"
             default:
                 let shape = rawValue - 3
-                let lower = ["", "k >= ?1", "k > ?1"][shape / 6], upper = ["", "k <= ?2", "k < ?2"][shape / 2 % 3]
-                let terms = [lower, upper].filter { !$0.isEmpty }
-                return "SELECT k, v FROM kv" + (terms.isEmpty ? "" : " WHERE " + terms.joined(separator: " AND "))
+                return "SELECT k, v FROM kv" + Self.whereClause(lower: shape / 6, upper: shape / 2 % 3)
                     + (shape % 2 == 1 ? " ORDER BY k DESC" : " ORDER BY k") + " LIMIT ?3"
             }
         }
@@ -84,8 +92,8 @@ final class SQLiteConnection {
 
     /// Lends a point read's, write's or scan's statement, prepared once and reset afterwards. These
     /// run once per key or scan, where building the SQL and the cache's string-keyed lookups (four
-    /// per call) cost more than SQLite's own work on a small row (a short scan: a third of its time). Every parameter is bound anew before each step, so the bindings
-    /// are not cleared. A statement already lent (a read inside a read's body) falls back to the
+    /// per call) cost more than SQLite's own work on a small row (a short scan: a third of its
+    /// time). Every parameter is bound anew before each step, so the bindings are not cleared. A statement already lent (a read inside a read's body) falls back to the
     /// cache, which makes a twin.
     @inline(__always)
     func withHotStatement<R>(_ hot: HotStatement, _ body: (OpaquePointer) throws -> R) throws -> R {

@@ -71,14 +71,6 @@ final class SQLiteTransaction: StorageWriteTransaction {
         }
     }
 
-    /// `WHERE` for a range; the bounds are parameters ?1 (lower) and ?2 (upper).
-    private static func whereClause(_ range: ResolvedRange) -> String {
-        var terms: [String] = []
-        if let lower = range.lower { terms.append(lower.inclusive ? "k >= ?1" : "k > ?1") }
-        if let upper = range.upper { terms.append(upper.inclusive ? "k <= ?2" : "k < ?2") }
-        return terms.isEmpty ? "" : " WHERE " + terms.joined(separator: " AND ")
-    }
-
     /// Binds a range's bounds as BLOBs while `body` runs.
     private static func bind<R>(_ range: ResolvedRange, to statement: OpaquePointer, _ body: () throws -> R) throws -> R {
         let lower = range.lower?.key ?? []
@@ -113,7 +105,7 @@ final class SQLiteTransaction: StorageWriteTransaction {
 
     func clear(_ range: ResolvedRange) throws -> Int {
         try checkStillOpen()
-        return try connection.withStatement("DELETE FROM kv" + Self.whereClause(range)) { statement in
+        return try connection.withStatement("DELETE FROM kv" + SQLiteConnection.HotStatement.whereClause(range)) { statement in
             try Self.bind(range, to: statement) {
                 try step(statement, "clearing a range")
                 return Int(sqlite3_changes(connection.handle))

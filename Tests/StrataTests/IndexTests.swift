@@ -351,41 +351,45 @@ struct GaugeV0: Record {
     init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read() }
 }
 
-/// Gauge at version 2: a Double, with an index on it; migrates version 1.
-struct GaugeV2: Record, Equatable {
-    var id: Int
-    var celsius: Double
-    static let recordType = RecordType(keyspace: "Gauge", version: 2, key: [("id", Int.self)])
-    static let byCelsius = RecordIndex<GaugeV2>("byCelsius", .field("celsius", \.celsius))
-    static let indexes = [byCelsius]
+/// Gauge at version 2: a Double, indexed; migrates version 1. Two types share it, differing only
+/// in their index.
+protocol GaugeV2Layout: Record {
+    var id: Int { get }
+    var celsius: Double { get }
+    init(id: Int, celsius: Double)
+}
+
+extension GaugeV2Layout {
+    static var recordType: RecordType { gaugeV2Type }
     func writeKey(to key: inout KeyWriter) { key.append(id) }
     func writeFields(to fields: inout FieldWriter) { fields.write(celsius) }
-    init(id: Int, celsius: Double) { (self.id, self.celsius) = (id, celsius) }
-    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); celsius = try fields.read() }
-    static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> GaugeV2? {
+    init(key: inout KeyReader, fields: inout FieldReader) throws { self.init(id: try key.read(), celsius: try fields.read()) }
+    static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> Self? {
         guard version == 1 else { return nil }
         let old = try GaugeV1(key: &key, fields: &fields)
-        return GaugeV2(id: old.id, celsius: Double(old.degrees))
+        return Self(id: old.id, celsius: Double(old.degrees))
     }
+}
+
+private let gaugeV2Type = RecordType(keyspace: "Gauge", version: 2, key: [("id", Int.self)])
+
+/// Gauge at version 2 with a plain index on `celsius`.
+struct GaugeV2: GaugeV2Layout, Equatable {
+    var id: Int
+    var celsius: Double
+    static let byCelsius = RecordIndex<GaugeV2>("byCelsius", .field("celsius", \.celsius))
+    static let indexes = [byCelsius]
+    init(id: Int, celsius: Double) { (self.id, self.celsius) = (id, celsius) }
 }
 
 /// Gauge at version 2 as `GaugeV2`, but its index is covering: the entries hold the record's
 /// bytes, so migrating a record rewrites its entry too (two writes a record, not one).
-struct CoveredGaugeV2: Record, Equatable {
+struct CoveredGaugeV2: GaugeV2Layout, Equatable {
     var id: Int
     var celsius: Double
-    static let recordType = RecordType(keyspace: "Gauge", version: 2, key: [("id", Int.self)])
     static let byCelsius = RecordIndex<CoveredGaugeV2>("byCelsius", .field("celsius", \.celsius), covering: true)
     static let indexes = [byCelsius]
-    func writeKey(to key: inout KeyWriter) { key.append(id) }
-    func writeFields(to fields: inout FieldWriter) { fields.write(celsius) }
     init(id: Int, celsius: Double) { (self.id, self.celsius) = (id, celsius) }
-    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); celsius = try fields.read() }
-    static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> CoveredGaugeV2? {
-        guard version == 1 else { return nil }
-        let old = try GaugeV1(key: &key, fields: &fields)
-        return CoveredGaugeV2(id: old.id, celsius: Double(old.degrees))
-    }
 }
 
 @Suite("Preparation: index builds and record migrations as one online job")

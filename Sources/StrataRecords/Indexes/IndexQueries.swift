@@ -158,27 +158,15 @@ extension TransactionContext {
         if position == nil && query.isEquality {
             return try scanEqualEntries(index, source, limit: limit, order: order, readRecords: readRecords, { $0.write(contentsOf: query.prefix) }, body)
         }
-        let keyspacePrefix = prefix(R.self)
-        var recordKey = keyspacePrefix
         var ranges = query.ranges(keyspacePrefix: source.prefix)
         if let position {
             let key = source.prefix + position
             ranges = ranges.map { order == .ascending ? $0.above(key) : $0.below(key) }
         }
-        try scan(ranges, order: order, limit: limit) { key, value in
-            let suffix = UnsafeRawBufferPointer(rebasing: key[source.prefix.count...])
-            let primaryOffset = try Self.leadingLength(source.components, of: suffix, index: index.name, of: R.self)
-            guard readRecords else { return try body(suffix, primaryOffset, UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0)) }
-            recordKey.removeSubrange(keyspacePrefix.count...)
-            recordKey += suffix[primaryOffset...]
-            return try recordKey.withUnsafeBytes { k in
-                if source.covering { return try body(suffix, primaryOffset, k, value) }
-                return try reader.withValue(forKey: k) { stored in
-                    guard let stored else {
-                        throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry names a record that is not stored")
-                    }
-                    return try body(suffix, primaryOffset, k, stored)
-                }
+        try withRecordKeyBuffer(R.self) { recordKey, keyspacePrefixLength in
+            try scan(ranges, order: order, limit: limit) { key, value in
+                try visitEntry(index, source, key: key, value: value, recordKey: recordKey, keyspacePrefixLength: keyspacePrefixLength,
+                               readRecords: readRecords, body)
             }
         }
     }
@@ -196,17 +184,13 @@ extension TransactionContext {
             return try scanEqualEntries(index, source, limit: limit, order: order, readRecords: readRecords, everyComponent: everyComponent, writeValues, body)
         }
         // Being built over a previous generation of other components: the general path, with the
-        // values as a query (rare, and it reads whole groups anyway).
-        var values = KeyWriter()
-        writeValues(&values)
-        let count = try values.bytes.withUnsafeBytes { try Self.componentCount(of: $0, index: index) }
-        try Self.check(given: count, everyComponent: everyComponent, index)
-        let query = RecordQuery(equalityPrefix: values.bytes, components: count)
-        return try scanThroughPrevious(index, previous, query, limit: limit, order: order, after: nil, body)
+        // values as a query (rare, and it reads whole groups anyway; the buffer goes with the query).
+        let (values, count) = try equalityBound(index, after: [], everyComponent: everyComponent, writeValues)
+        return try scanThroughPrevious(index, previous, RecordQuery(equalityPrefix: values, components: count), limit: limit, order: order, after: nil, body)
     }
 
     /// The entries of `source` whose values start with those `writeValues` appends: one range
-    /// `[p, p + FF)` (``KeyRange/components(prefix:_:)``), its bounds built in buffers this
+    /// `[p, p + FF)` (``KeyRange/components(prefix:_:)``), its bound built in a buffer this
     /// transaction reuses (``takeBuffer()``), so a lookup allocates nothing of its own.
     @inlinable
     func scanEqualEntries<R: Record>(
@@ -214,14 +198,8 @@ extension TransactionContext {
         _ writeValues: (inout KeyWriter) -> Void,
         _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
-        var values = KeyWriter(appendingTo: takeBuffer())
-        values.write(contentsOf: source.prefix)
-        writeValues(&values)
-        var bound = values.bytes
-        values.bytes = []
+        var (bound, _) = try equalityBound(index, after: source.prefix, everyComponent: everyComponent, writeValues)
         defer { giveBack(&bound) }
-        let given = try bound.withUnsafeBytes { try Self.componentCount(of: UnsafeRawBufferPointer(rebasing: $0[source.prefix.count...]), index: index) }
-        try Self.check(given: given, everyComponent: everyComponent, index)
         if let limit, limit <= 0 { return }  // as every query: nothing, not an error
         // The entries are the keys that start with the bound, [bound, bound + FF): one side is
         // given to the engine to seek to, the other is checked here (one buffer, not two).
@@ -233,39 +211,74 @@ extension TransactionContext {
         } else {
             range = KeyRange(lower: .inclusive(bound))
         }
-        let prefixLength = source.prefix.count
-        let covering = source.covering, components = source.components
-        // Each row's record key is the keyspace prefix, then the entry's primary key: built on
-        // the stack (an entry, and so the key inside it, is at most a key long).
-        let keyspacePrefix = prefix(R.self)
-        guard keyspacePrefix.count < KeyLimits.maxKeyLength else { return }  // no key of the type fits: no record, no entry
         try bound.withUnsafeBytes { bound in
             let entries = UnsafeRawBufferPointer(rebasing: bound[..<matched])
-            try withUnsafeTemporaryAllocation(byteCount: KeyLimits.maxKeyLength, alignment: 1) { recordKey in
-                keyspacePrefix.withUnsafeBytes { recordKey.copyMemory(from: $0) }
+            try withRecordKeyBuffer(R.self) { recordKey, keyspacePrefixLength in
                 try reader.scan(range, reverse: order == .descending, limit: limit) { key, value in
                     guard key.count >= matched, Bytewise.compare(UnsafeRawBufferPointer(rebasing: key[..<matched]), entries) == 0 else { return false }
-                    let suffix = UnsafeRawBufferPointer(rebasing: key[prefixLength...])
-                    let primaryOffset = try Self.leadingLength(components, of: suffix, index: index.name, of: R.self)
-                    guard readRecords else {
-                        return try body(suffix, primaryOffset, UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0))
-                    }
-                    let primary = UnsafeRawBufferPointer(rebasing: suffix[primaryOffset...])
-                    let length = keyspacePrefix.count + primary.count
-                    guard length <= recordKey.count else {
-                        throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry's primary key is longer than a key")
-                    }
-                    UnsafeMutableRawBufferPointer(rebasing: recordKey[keyspacePrefix.count..<length]).copyMemory(from: primary)
-                    let k = UnsafeRawBufferPointer(rebasing: recordKey[..<length])
-                    if covering { return try body(suffix, primaryOffset, k, value) }
-                    return try reader.withValue(forKey: k) { stored in
-                        guard let stored else {
-                            throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry names a record that is not stored")
-                        }
-                        return try body(suffix, primaryOffset, k, stored)
-                    }
+                    return try visitEntry(index, source, key: key, value: value, recordKey: recordKey, keyspacePrefixLength: keyspacePrefixLength,
+                                          readRecords: readRecords, body)
                 }
             }
+        }
+    }
+
+    /// `prefix`, then the values `writeValues` appends, in a buffer taken from this transaction
+    /// (``takeBuffer()``), with how many values there are, checked against `index`.
+    @inlinable
+    func equalityBound<R: Record>(_ index: RecordIndex<R>, after prefix: [UInt8], everyComponent: Bool,
+                                  _ writeValues: (inout KeyWriter) -> Void) throws -> (bytes: [UInt8], count: Int) {
+        var values = KeyWriter(appendingTo: takeBuffer())
+        values.write(contentsOf: prefix)
+        writeValues(&values)
+        let bytes = values.bytes
+        values.bytes = []
+        let count = try bytes.withUnsafeBytes { try Self.componentCount(of: UnsafeRawBufferPointer(rebasing: $0[prefix.count...]), index: index) }
+        try Self.check(given: count, everyComponent: everyComponent, index)
+        return (bytes, count)
+    }
+
+    /// Runs `body` with room for a record key on the stack (an entry, and so the primary key
+    /// inside it, is at most a key long), its first bytes `R`'s keyspace prefix, and that prefix's
+    /// length; nothing when no key of `R` fits (so no record, and no entry, exists).
+    @inlinable
+    func withRecordKeyBuffer<R: Record>(_: R.Type, _ body: (UnsafeMutableRawBufferPointer, Int) throws -> Void) throws {
+        let keyspacePrefix = prefix(R.self)
+        guard keyspacePrefix.count < KeyLimits.maxKeyLength else { return }
+        try withUnsafeTemporaryAllocation(byteCount: KeyLimits.maxKeyLength, alignment: 1) { recordKey in
+            keyspacePrefix.withUnsafeBytes { recordKey.copyMemory(from: $0) }
+            try body(recordKey, keyspacePrefix.count)
+        }
+    }
+
+    /// One entry of an index scan handed to `body`: the entry key without the index prefix,
+    /// where its primary key starts, and unless `readRecords` is false, the record's key
+    /// (assembled in `recordKey` after the keyspace prefix) and stored value, from the entry
+    /// when covering, else read by key.
+    @inlinable
+    func visitEntry<R: Record>(
+        _ index: RecordIndex<R>, _ source: IndexSource, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+        recordKey: UnsafeMutableRawBufferPointer, keyspacePrefixLength: Int, readRecords: Bool,
+        _ body: (_ entry: UnsafeRawBufferPointer, _ primaryOffset: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws -> Bool {
+        let suffix = UnsafeRawBufferPointer(rebasing: key[source.prefix.count...])
+        let primaryOffset = try Self.leadingLength(source.components, of: suffix, index: index.name, of: R.self)
+        guard readRecords else {
+            return try body(suffix, primaryOffset, UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        let primary = UnsafeRawBufferPointer(rebasing: suffix[primaryOffset...])
+        let length = keyspacePrefixLength + primary.count
+        guard length <= recordKey.count else {
+            throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry's primary key is longer than a key")
+        }
+        UnsafeMutableRawBufferPointer(rebasing: recordKey[keyspacePrefixLength..<length]).copyMemory(from: primary)
+        let k = UnsafeRawBufferPointer(rebasing: recordKey[..<length])
+        if source.covering { return try body(suffix, primaryOffset, k, value) }
+        return try reader.withValue(forKey: k) { stored in
+            guard let stored else {
+                throw RecordError.corruptIndex(type: "\(R.self)", index: index.name, detail: "an entry names a record that is not stored")
+            }
+            return try body(suffix, primaryOffset, k, stored)
         }
     }
 
