@@ -22,6 +22,8 @@ public final class TransactionContext {
     @exclusivity(unchecked) @usableFromInline var fieldWriter = FieldWriter()
     /// A byte buffer an index query borrows for its bound (``takeBuffer()``).
     @exclusivity(unchecked) @usableFromInline var spareBuffer: [UInt8]?
+    /// The entry keys of an indexed write, reused from one write to the next.
+    @exclusivity(unchecked) @usableFromInline var entryWrites: EntryWrites?
 
     init(store: Store, reader: any KeyValueReader, writer: (any KeyValueWriter)?) {
         self.store = store

@@ -129,17 +129,17 @@ struct StoredIndex: Equatable {
 @usableFromInline
 struct ActiveIndex {
     /// Position in `R.indexes`.
-    let position: Int
-    let name: String
+    @usableFromInline let position: Int
+    @usableFromInline let name: String
     /// `00 enc("ix", keyspace, name, generation)`: every entry starts with it.
-    let prefix: [UInt8]
+    @usableFromInline let prefix: [UInt8]
     let generation: Int
     let state: IndexState
-    let unique: Bool
-    let covering: Bool
+    @usableFromInline let unique: Bool
+    @usableFromInline let covering: Bool
     let componentCount: Int
     /// The readable generation a changed definition replaced, while this one is built.
-    var previous: PreviousIndex?
+    @usableFromInline var previous: PreviousIndex?
 }
 
 /// A readable generation a changed definition replaced (``StoredIndex/previous``), as a

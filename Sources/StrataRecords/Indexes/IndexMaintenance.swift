@@ -10,6 +10,7 @@ import StrataKeyCodec
 extension RecordIndex {
     /// The encoded values of `record`'s entries (each the components' encodings concatenated),
     /// distinct, with whether any component is `nil`.
+    @usableFromInline
     func entryValues(of record: R) -> [IndexValue] {
         if components.count == 1 {  // the common case: the component's values are the entries
             var values: [IndexValue] = []
@@ -42,6 +43,7 @@ extension RecordIndex {
     }
 
     /// `record`'s values in the entry `bytes` (concatenated components), as text for messages.
+    @usableFromInline
     func describe(_ record: R, entry bytes: [UInt8]) -> String {
         var parts: [String] = []
         let raw = bytes
@@ -60,46 +62,111 @@ extension RecordIndex {
 extension TransactionContext {
     /// `insert` of a type with indexes: checks unique indexes and entry lengths first, then writes
     /// the record, removes the old record's entries it no longer has and adds the new ones.
-    @usableFromInline
+    ///
+    /// Inlinable, so that it is specialized for the record type: a single-valued index's entry
+    /// is encoded straight into the transaction's reusable buffer (``EntryWrites``), and the old
+    /// record's entry beside it for comparison.
+    @inlinable
     func insertIndexed<R: Record>(_ record: R, key: [UInt8], value: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
-        let primary = key[prefix(R.self).count...]
+        // While a changed definition is built, its previous generation's entries are kept from the stored bytes.
         let keepsPrevious = indexes.contains { $0.previous != nil }
-        let old = try storedRecord(R.self, key: key, withValue: keepsPrevious)
+        let old: R?
+        var oldValue: [UInt8]?
+        if keepsPrevious {
+            let stored = try storedRecord(R.self, key: key, withValue: true)
+            (old, oldValue) = (stored?.record, stored?.value)
+        } else {
+            old = try storedRecord(R.self, key: key)
+        }
+        let primary = key[prefix(R.self).count...]
         let declared = R.indexes
-        var added: [(key: [UInt8], covering: Bool)] = []
-        var removed: [[UInt8]] = []
+        var plan = entryWrites ?? EntryWrites()
+        entryWrites = nil  // a write made while this one runs (none is expected) takes its own
+        defer {
+            plan.removeAll()
+            entryWrites = plan
+        }
         for index in indexes {
             let declaration = declared[index.position]
-            let new = declaration.entryValues(of: record)
-            let previous = old.map { Set(declaration.entryValues(of: $0.record).map(\.bytes)) } ?? []
-            for entry in new {
-                let kept = previous.contains(entry.bytes)
-                let entryKey = try checkedEntryKey(record, declaration, index, entry, primary: primary, isNew: !kept)
-                if index.covering || !kept { added.append((entryKey, index.covering)) }
-            }
-            if !previous.isEmpty && !store.faults.keepStaleIndexEntries {
-                let current = Set(new.map(\.bytes))
-                for bytes in previous where !current.contains(bytes) { removed.append(Self.entryKey(index.prefix, bytes, primary)) }
-            }
-        }
-        // The previous generations of changed definitions, once the typed checks have passed.
-        var dropped: [String] = []
-        if keepsPrevious && !store.faults.skipPreviousGenerations {
-            for index in indexes {
-                guard let generation = index.previous else { continue }
-                guard let (new, stale) = try previousEntries(R.self, generation, key: key, value: value, old: old?.value) else {
-                    dropped.append(index.name)
-                    continue
+            if declaration.isSingleValued {
+                let start = plan.end
+                var isNil = false
+                let valuesEnd = plan.appendKey(index.prefix, primary: primary) { isNil = declaration.writeValues(of: record, to: &$0) }
+                let new = start..<plan.end
+                try checkEntryLength(R.self, index, new.count)
+                var kept = false
+                if let old {
+                    let oldStart = plan.end
+                    _ = plan.appendKey(index.prefix, primary: primary) { _ = declaration.writeValues(of: old, to: &$0) }
+                    kept = plan.equal(new, oldStart..<plan.end)
+                    if !kept && !keepsStaleEntries { plan.writes.append((oldStart..<plan.end, .delete)) }
                 }
-                let covering = generation.definition.covering
-                for entryKey in stale where !new.contains(entryKey) { removed.append(entryKey) }
-                for entryKey in new where covering || !stale.contains(entryKey) { added.append((entryKey, covering)) }
+                if index.unique && !isNil && !kept {
+                    let bound = Array(plan.keys.bytes[start..<valuesEnd])
+                    try checkUnique(R.self, index, bound: bound, primary: primary) { declaration.describe(record, entry: Array(bound[index.prefix.count...])) }
+                }
+                if index.covering || !kept { plan.writes.append((new, index.covering ? .putValue : .put)) }
+            } else {
+                let new = declaration.entryValues(of: record)
+                let previous = old.map { Set(declaration.entryValues(of: $0).map(\.bytes)) } ?? []
+                for entry in new {
+                    let kept = previous.contains(entry.bytes)
+                    let start = plan.end
+                    _ = plan.appendKey(index.prefix, primary: primary) { $0.write(contentsOf: entry.bytes) }
+                    try checkEntryLength(R.self, index, plan.end - start)
+                    if index.unique && !entry.isNil && !kept {
+                        try checkUnique(R.self, index, bound: index.prefix + entry.bytes, primary: primary) { declaration.describe(record, entry: entry.bytes) }
+                    }
+                    if index.covering || !kept { plan.writes.append((start..<plan.end, index.covering ? .putValue : .put)) }
+                }
+                if !previous.isEmpty && !keepsStaleEntries {
+                    let current = Set(new.map(\.bytes))
+                    for bytes in previous where !current.contains(bytes) {
+                        let start = plan.end
+                        _ = plan.appendKey(index.prefix, primary: primary) { $0.write(contentsOf: bytes) }
+                        plan.writes.append((start..<plan.end, .delete))
+                    }
+                }
             }
         }
-        try writer.put(value, forKey: key)
-        for entryKey in removed { try writer.delete(entryKey) }
-        for (entryKey, covering) in added { try writer.put(covering ? value : [], forKey: entryKey) }
+        let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: key, value: value, old: oldValue, into: &plan) : []
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { try writer.put($0, forKey: k) } }
+        try plan.apply(to: writer, value: value)
         for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
+    }
+
+    /// Throws ``RecordError/indexKeyTooLarge(type:index:length:limit:)`` for an entry key of `length` bytes over the limit.
+    @inlinable
+    func checkEntryLength<R: Record>(_: R.Type, _ index: ActiveIndex, _ length: Int) throws {
+        guard length <= KeyLimits.maxKeyLength else {
+            throw RecordError.indexKeyTooLarge(type: "\(R.self)", index: index.name, length: length, limit: KeyLimits.maxKeyLength)
+        }
+    }
+
+    /// The test fault that leaves an overwritten record's old entries behind (read only when an
+    /// entry changes).
+    @usableFromInline var keepsStaleEntries: Bool { store.faults.keepStaleIndexEntries }
+
+    /// The writes of the previous generations of changed definitions (their entries are kept
+    /// while the new ones are built, computed from the stored bytes), added to `plan` once the
+    /// typed checks have passed; returns the indexes whose previous generation cannot be kept for
+    /// this record and must be retired.
+    @usableFromInline
+    func previousGenerationWrites<R: Record>(_: R.Type, _ indexes: [ActiveIndex], key: [UInt8], value: [UInt8], old: [UInt8]?,
+                                             into plan: inout EntryWrites) throws -> [String] {
+        guard !store.faults.skipPreviousGenerations else { return [] }
+        var dropped: [String] = []
+        for index in indexes {
+            guard let generation = index.previous else { continue }
+            guard let (new, stale) = try previousEntries(R.self, generation, key: key, value: value, old: old) else {
+                dropped.append(index.name)
+                continue
+            }
+            let covering = generation.definition.covering
+            for entryKey in stale where !new.contains(entryKey) { plan.add(entryKey, .delete) }
+            for entryKey in new where covering || !stale.contains(entryKey) { plan.add(entryKey, covering ? .putValue : .put) }
+        }
+        return dropped
     }
 
     /// A previous generation's entries for the record stored as `key` and `value` (none when
@@ -125,7 +192,8 @@ extension TransactionContext {
 
     /// Retires the previous generation of index `name` in this transaction (a record it cannot be
     /// kept for was written): queries on the index then wait for its build, as without one.
-    private func dropPrevious<R: Record>(_: R.Type, index name: String, writer: any KeyValueWriter) throws {
+    @usableFromInline
+    func dropPrevious<R: Record>(_: R.Type, index name: String, writer: any KeyValueWriter) throws {
         let keyspace = R.recordType.keyspace
         let definitionKey = SystemKey.index(keyspace: keyspace, name: name)
         if let bytes = try reader.get(definitionKey) {
@@ -147,11 +215,9 @@ extension TransactionContext {
     func checkedEntryKey<R: Record>(_ record: R, _ declaration: RecordIndex<R>, _ index: ActiveIndex, _ entry: IndexValue,
                                     primary: ArraySlice<UInt8>, isNew: Bool) throws -> [UInt8] {
         let entryKey = Self.entryKey(index.prefix, entry.bytes, primary)
-        guard entryKey.count <= KeyLimits.maxKeyLength else {
-            throw RecordError.indexKeyTooLarge(type: "\(R.self)", index: index.name, length: entryKey.count, limit: KeyLimits.maxKeyLength)
-        }
+        try checkEntryLength(R.self, index, entryKey.count)
         if index.unique && !entry.isNil && isNew {
-            try checkUnique(R.self, index, values: entry.bytes, primary: primary) { declaration.describe(record, entry: entry.bytes) }
+            try checkUnique(R.self, index, bound: index.prefix + entry.bytes, primary: primary) { declaration.describe(record, entry: entry.bytes) }
         }
         return entryKey
     }
@@ -226,9 +292,18 @@ extension TransactionContext {
         for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
     }
 
-    /// The record stored at `key`, decoded (its index entries are derived from it), with its
-    /// stored bytes when `withValue` (a previous generation's entries are derived from those).
-    private func storedRecord<R: Record>(_: R.Type, key: [UInt8], withValue: Bool = false) throws -> (record: R, value: [UInt8]?)? {
+    /// The record stored at `key`, decoded (its index entries are derived from it).
+    @inlinable
+    func storedRecord<R: Record>(_: R.Type, key: [UInt8]) throws -> R? {
+        try key.withUnsafeBytes { k in
+            try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } }
+        }
+    }
+
+    /// The record stored at `key`, decoded, with its stored bytes when `withValue` (a previous
+    /// generation's entries are derived from those).
+    @usableFromInline
+    func storedRecord<R: Record>(_: R.Type, key: [UInt8], withValue: Bool) throws -> (record: R, value: [UInt8]?)? {
         try key.withUnsafeBytes { k in
             try reader.withValue(forKey: k) { value in
                 try value.map { (try decode(R.self, key: k, value: $0), withValue ? Array($0) : nil) }
@@ -237,10 +312,11 @@ extension TransactionContext {
     }
 
     /// Throws ``RecordError/uniqueViolation(type:index:value:)`` when an entry of another record
-    /// has `values`. Writers are serialized, so the check is exact.
-    func checkUnique<R: Record>(_: R.Type, _ index: ActiveIndex, values: [UInt8], primary: ArraySlice<UInt8>,
-                                        describe: () -> String) throws {
-        let start = index.prefix + values
+    /// starts with `bound` (the index's prefix and the values). Writers are serialized, so the
+    /// check is exact.
+    @usableFromInline
+    func checkUnique<R: Record>(_: R.Type, _ index: ActiveIndex, bound start: [UInt8], primary: ArraySlice<UInt8>,
+                                describe: () -> String) throws {
         var taken = false
         try reader.scan(KeyRange.components(prefix: start), reverse: false, limit: 2) { key, _ in
             if !key[start.count...].elementsEqual(primary) { taken = true }
