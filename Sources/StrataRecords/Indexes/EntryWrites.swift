@@ -20,25 +20,25 @@ struct EntryWrites {
 
     @inlinable init() {}
 
-    /// Where the next key starts.
-    @inlinable var end: Int { keys.bytes.count }
-
-    /// Appends `prefix ‖ values ‖ primary`; returns where the values end.
+    /// Appends `prefix ‖ values ‖ primary`; returns where in `keys` the key lies, and where its
+    /// values end (the bound of a unique check).
     @inlinable
-    mutating func appendKey(_ prefix: [UInt8], primary: ArraySlice<UInt8>, values: (inout KeyWriter) -> Void) -> Int {
+    mutating func appendKey(_ prefix: [UInt8], primary: ArraySlice<UInt8>,
+                            values: (inout KeyWriter) -> Void) -> (key: Range<Int>, valuesEnd: Int) {
+        let start = keys.bytes.count
         keys.write(contentsOf: prefix)
         values(&keys)
         let valuesEnd = keys.bytes.count
         keys.bytes.append(contentsOf: primary)
-        return valuesEnd
+        return (start..<keys.bytes.count, valuesEnd)
     }
 
     /// Adds a write of `key`, given whole.
     @usableFromInline
     mutating func add(_ key: [UInt8], _ kind: Kind) {
-        let start = end
+        let start = keys.bytes.count
         keys.write(contentsOf: key)
-        writes.append((start..<end, kind))
+        writes.append((start..<keys.bytes.count, kind))
     }
 
     /// Whether the bytes `a` and `b` of the buffer are equal.

@@ -89,20 +89,17 @@ extension TransactionContext {
         for index in indexes {
             let declaration = declared[index.position]
             if declaration.isSingleValued {
-                let start = plan.end
                 var isNil = false
-                let valuesEnd = plan.appendKey(index.prefix, primary: primary) { isNil = declaration.writeValues(of: record, to: &$0) }
-                let new = start..<plan.end
+                let (new, valuesEnd) = plan.appendKey(index.prefix, primary: primary) { isNil = declaration.writeValues(of: record, to: &$0) }
                 try checkEntryLength(R.self, index, new.count)
                 var kept = false
                 if let old {
-                    let oldStart = plan.end
-                    _ = plan.appendKey(index.prefix, primary: primary) { _ = declaration.writeValues(of: old, to: &$0) }
-                    kept = plan.equal(new, oldStart..<plan.end)
-                    if !kept && !keepsStaleEntries { plan.writes.append((oldStart..<plan.end, .delete)) }
+                    let (stale, _) = plan.appendKey(index.prefix, primary: primary) { _ = declaration.writeValues(of: old, to: &$0) }
+                    kept = plan.equal(new, stale)
+                    if !kept && !keepsStaleEntries { plan.writes.append((stale, .delete)) }
                 }
                 if index.unique && !isNil && !kept {
-                    let bound = Array(plan.keys.bytes[start..<valuesEnd])
+                    let bound = Array(plan.keys.bytes[new.lowerBound..<valuesEnd])
                     try checkUnique(R.self, index, bound: bound, primary: primary) { declaration.describe(record, entry: Array(bound[index.prefix.count...])) }
                 }
                 if index.covering || !kept { plan.writes.append((new, index.covering ? .putValue : .put)) }
@@ -111,20 +108,14 @@ extension TransactionContext {
                 let previous = old.map { Set(declaration.entryValues(of: $0).map(\.bytes)) } ?? []
                 for entry in new {
                     let kept = previous.contains(entry.bytes)
-                    let start = plan.end
-                    _ = plan.appendKey(index.prefix, primary: primary) { $0.write(contentsOf: entry.bytes) }
-                    try checkEntryLength(R.self, index, plan.end - start)
-                    if index.unique && !entry.isNil && !kept {
-                        try checkUnique(R.self, index, bound: index.prefix + entry.bytes, primary: primary) { declaration.describe(record, entry: entry.bytes) }
-                    }
-                    if index.covering || !kept { plan.writes.append((start..<plan.end, index.covering ? .putValue : .put)) }
+                    let (entryKey, _) = plan.appendKey(index.prefix, primary: primary) { $0.write(contentsOf: entry.bytes) }
+                    try checkEntry(record, declaration, index, entry, keyLength: entryKey.count, primary: primary, isNew: !kept)
+                    if index.covering || !kept { plan.writes.append((entryKey, index.covering ? .putValue : .put)) }
                 }
                 if !previous.isEmpty && !keepsStaleEntries {
                     let current = Set(new.map(\.bytes))
                     for bytes in previous where !current.contains(bytes) {
-                        let start = plan.end
-                        _ = plan.appendKey(index.prefix, primary: primary) { $0.write(contentsOf: bytes) }
-                        plan.writes.append((start..<plan.end, .delete))
+                        plan.writes.append((plan.appendKey(index.prefix, primary: primary) { $0.write(contentsOf: bytes) }.key, .delete))
                     }
                 }
             }
@@ -209,17 +200,23 @@ extension TransactionContext {
         }
     }
 
-    /// The key of `record`'s entry `entry` in `index`, after the checks every write of an entry
-    /// makes: the key limit, and for a unique index (a new entry without `nil`) that no other
-    /// record has the values.
+    /// The key of `record`'s entry `entry` in `index`, after the checks of ``checkEntry(_:_:_:_:keyLength:primary:isNew:)``.
     func checkedEntryKey<R: Record>(_ record: R, _ declaration: RecordIndex<R>, _ index: ActiveIndex, _ entry: IndexValue,
                                     primary: ArraySlice<UInt8>, isNew: Bool) throws -> [UInt8] {
         let entryKey = Self.entryKey(index.prefix, entry.bytes, primary)
-        try checkEntryLength(R.self, index, entryKey.count)
+        try checkEntry(record, declaration, index, entry, keyLength: entryKey.count, primary: primary, isNew: isNew)
+        return entryKey
+    }
+
+    /// The checks every write of an entry (its key `keyLength` bytes long) makes: the key limit,
+    /// and for a unique index (a new entry without `nil`) that no other record has the values.
+    @usableFromInline
+    func checkEntry<R: Record>(_ record: R, _ declaration: RecordIndex<R>, _ index: ActiveIndex, _ entry: IndexValue,
+                               keyLength: Int, primary: ArraySlice<UInt8>, isNew: Bool) throws {
+        try checkEntryLength(R.self, index, keyLength)
         if index.unique && !entry.isNil && isNew {
             try checkUnique(R.self, index, bound: index.prefix + entry.bytes, primary: primary) { declaration.describe(record, entry: entry.bytes) }
         }
-        return entryKey
     }
 
     /// `prefix ‖ values ‖ primary`, allocated once.
