@@ -49,7 +49,7 @@ public struct FieldWriter: Sendable {
         } catch {
             // JSONEncoder refuses some values (a NaN Double, for one). Remember why: `insert`
             // refuses the record rather than store a field that cannot be read back.
-            if failure == nil { failure = "cannot encode a \(V.self) field as JSON: \(error)" }
+            if encodingFailure == nil { encodingFailure = "cannot encode a \(V.self) field as JSON: \(error)" }
         }
     }
 
@@ -58,12 +58,13 @@ public struct FieldWriter: Sendable {
         do {
             try C.encode(value, to: &self)
         } catch {
-            if failure == nil { failure = "cannot encode a field with \(C.self): \(error)" }
+            if encodingFailure == nil { encodingFailure = "cannot encode a field with \(C.self): \(error)" }
         }
     }
 
-    /// Why a field could not be encoded, if one could not.
-    public private(set) var failure: String?
+    /// Why a field could not be encoded, if one could not (until ``removeAll()``).
+    public var failure: String? { encodingFailure }
+    @usableFromInline var encodingFailure: String?
 
     /// Appends `value` as an unsigned LEB128 varint (RecordFormat.md, "varint"): 7 bits a byte, least
     /// significant first, 1 to 10 bytes.
@@ -82,17 +83,36 @@ public struct FieldWriter: Sendable {
     @inlinable
     public mutating func writeBytes<C: Collection<UInt8>>(_ content: C) {
         writeVarint(UInt64(content.count))
-        bytes.append(contentsOf: content)
+        writeRaw(content)
     }
 
     /// Appends `content` as it is, with no length: the reader must know how many bytes to take
     /// (``FieldReader/readRaw(_:)``).
     @inlinable
-    public mutating func writeRaw<C: Sequence<UInt8>>(_ content: C) { bytes.append(contentsOf: content) }
+    public mutating func writeRaw<C: Sequence<UInt8>>(_ content: C) {
+        // Contiguous bytes are appended from their storage: appending an array itself first
+        // copies it, an atomic reference count each way.
+        if content.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil { bytes.append(contentsOf: content) }
+    }
 
-    /// Forgets the bytes written, keeping the buffer (to encode many records without allocating).
+    /// Forgets the bytes written and any ``failure``, keeping the buffer (to encode many records
+    /// without allocating).
     @inlinable
-    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+    public mutating func removeAll() { restart(after: 0) }
+
+    /// Keeps the first `count` bytes (a record's key, when key and value are encoded into one
+    /// buffer) and forgets the rest and any ``failure``.
+    @inlinable
+    mutating func restart(after count: Int) {
+        if bytes.count > count { bytes.removeSubrange(count...) }
+        if encodingFailure != nil { encodingFailure = nil }
+    }
+
+    /// Appends a record's checksum: 4 bytes, little-endian.
+    @inlinable
+    mutating func writeChecksum(_ checksum: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: checksum >> UInt32(shift))) }
+    }
 }
 
 /// Reads a record's fields in the order they were written. Never traps on bad bytes.

@@ -19,7 +19,10 @@ public final class TransactionContext {
     @exclusivity(unchecked) @usableFromInline var checked: [(type: ObjectIdentifier, sameFields: Set<UInt32>, indexes: [ActiveIndex])] = []
     /// Reused for encoding keys and values without allocating per record.
     @exclusivity(unchecked) @usableFromInline var keyWriter = KeyWriter(capacity: 64)
-    @exclusivity(unchecked) @usableFromInline var fieldWriter = FieldWriter()
+    /// The buffer `insert` encodes records into, kept from one insert to the next: empty, or
+    /// the last record encoded, of type `recordPrefix` (so it starts with that type's prefix).
+    @exclusivity(unchecked) @usableFromInline var recordWriter = FieldWriter()
+    @exclusivity(unchecked) @usableFromInline var recordPrefix: ObjectIdentifier?
     /// A byte buffer an index query borrows for its bound (``takeBuffer()``).
     @exclusivity(unchecked) @usableFromInline var spareBuffer: [UInt8]?
     /// The entry keys of an indexed write, reused from one write to the next.
@@ -40,16 +43,40 @@ public final class TransactionContext {
     @inlinable
     public func insert<R: Record>(_ record: R) throws {
         let writer = try writable()
-        let indexes = try prepare(R.self)
-        let key = try encodeKey(record)
-        fieldWriter.removeAll()
-        fieldWriter.writeVarint(UInt64(R.recordType.version))
-        record.writeFields(to: &fieldWriter)
-        if let failure = fieldWriter.failure { throw RecordError.unencodableField(type: "\(R.self)", detail: failure) }
-        let checksum = key.withUnsafeBytes { k in fieldWriter.bytes.withUnsafeBytes { RecordChecksum.of(key: k, value: $0) } }
-        withUnsafeBytes(of: checksum.littleEndian) { fieldWriter.writeRaw($0) }
-        if !indexes.isEmpty { return try insertIndexed(record, key: key, value: fieldWriter.bytes, indexes: indexes, writer: writer) }
-        try key.withUnsafeBytes { k in try fieldWriter.bytes.withUnsafeBytes { try writer.put($0, forKey: k) } }
+        let indexed = try isIndexed(R.self)
+        // The record is encoded into the context's buffer moved into a local, and put back after:
+        // a buffer lent from the context, like any reference taken on this path, costs an atomic
+        // count each way, and together they took more time than the encoding.
+        var stored = FieldWriter()
+        swap(&stored, &recordWriter)
+        defer { swap(&stored, &recordWriter) }
+        let keyLength = try encodeRecord(record, into: &stored)
+        if indexed {
+            return try insertIndexed(record, key: stored.bytes[..<keyLength], value: stored.bytes[keyLength...],
+                                     indexes: prepare(R.self), writer: writer)
+        }
+        try stored.bytes.withUnsafeBytes { stored in
+            try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
+        }
+    }
+
+    /// Encodes `record` as it is stored into `fields`, key and value back to back, and returns
+    /// the key's length: one buffer and one checksum pass (the checksum covers the key followed
+    /// by the value, RecordFormat.md), where two buffers cost a quarter of an insert's own
+    /// instructions.
+    @inlinable
+    func encodeRecord<R: Record>(_ record: R, into fields: inout FieldWriter) throws -> Int {
+        var key = KeyWriter(appendingTo: [])
+        swap(&key.bytes, &fields.bytes)
+        let keyLength = try writeKey(of: record, to: &key, prefixInPlace: recordPrefix == ObjectIdentifier(R.self) && !key.bytes.isEmpty)
+        recordPrefix = ObjectIdentifier(R.self)
+        swap(&key.bytes, &fields.bytes)
+        fields.restart(after: keyLength)
+        fields.writeVarint(UInt64(keyspaces[keyspace(R.self)].version))
+        record.writeFields(to: &fields)
+        if let failure = fields.failure { throw RecordError.unencodableField(type: "\(R.self)", detail: failure) }
+        fields.writeChecksum(fields.bytes.withUnsafeBytes { RecordChecksum.extend(0, $0) })
+        return keyLength
     }
 
     /// Stores `record` unless a record with its key exists; returns whether it was stored.
@@ -232,25 +259,46 @@ public final class TransactionContext {
     /// The keyspace prefix of `R`: its keyspace name as the first key component. Encoded once
     /// per transaction and type.
     @inlinable
-    func prefix<R: Record>(_: R.Type) -> [UInt8] {
+    func prefix<R: Record>(_: R.Type) -> [UInt8] { keyspaces[keyspace(R.self)].prefix }
+
+    /// The position of `R`'s entry in ``keyspaces``, added on first use. Searched by position,
+    /// not first(where:): a tuple copy and a closure call cost an insert 50 instructions.
+    @inlinable
+    func keyspace<R: Record>(_: R.Type) -> Int {
         let id = ObjectIdentifier(R.self)
-        if let cached = prefixes.first(where: { $0.0 == id }) { return cached.1 }
-        let prefix = KeyCodec.encode(R.recordType.keyspace)
-        prefixes.append((id, prefix))
-        return prefix
+        for i in keyspaces.indices where keyspaces[i].type == id { return i }
+        keyspaces.append((id, KeyCodec.encode(R.recordType.keyspace), R.recordType.version))
+        return keyspaces.count - 1
     }
 
-    @exclusivity(unchecked) @usableFromInline var prefixes: [(ObjectIdentifier, [UInt8])] = []
+    /// Per record type used in this transaction: its keyspace prefix and schema version, read
+    /// from here by the write path without copying them (each copy is an atomic reference count).
+    @exclusivity(unchecked) @usableFromInline var keyspaces: [(type: ObjectIdentifier, prefix: [UInt8], version: UInt32)] = []
 
     @inlinable
     func encodeKey<R: Record>(_ record: R) throws -> [UInt8] {
-        keyWriter.removeAll()
-        keyWriter.write(contentsOf: prefix(R.self))
-        record.writeKey(to: &keyWriter)
-        guard keyWriter.bytes.count <= KeyLimits.maxKeyLength else {
-            throw RecordError.keyTooLarge(type: "\(R.self)", length: keyWriter.bytes.count, limit: KeyLimits.maxKeyLength)
-        }
+        _ = try writeKey(of: record, to: &keyWriter)
         return keyWriter.bytes
+    }
+
+    /// Encodes `record`'s key into `key`, checked against the key limit; returns its length.
+    /// `key` is emptied first, or when `prefixInPlace` (it starts with `R`'s keyspace prefix)
+    /// cut after the prefix: copying the prefix in costs a reference count each way, atomic.
+    @inlinable
+    func writeKey<R: Record>(of record: R, to key: inout KeyWriter, prefixInPlace: Bool = false) throws -> Int {
+        let type = keyspace(R.self)
+        if prefixInPlace {
+            key.bytes.removeSubrange(keyspaces[type].prefix.count...)
+        } else {
+            key.removeAll()
+            keyspaces[type].prefix.withUnsafeBufferPointer { key.write(contentsOf: $0) }
+        }
+        record.writeKey(to: &key)
+        let length = key.bytes.count
+        guard length <= KeyLimits.maxKeyLength else {
+            throw RecordError.keyTooLarge(type: "\(R.self)", length: length, limit: KeyLimits.maxKeyLength)
+        }
+        return length
     }
 
     /// Decodes a stored record; bad bytes throw ``RecordError/corruptRecord(type:detail:)``.
@@ -303,8 +351,16 @@ public final class TransactionContext {
     @inlinable @discardableResult
     func prepare<R: Record>(_: R.Type) throws -> [ActiveIndex] {
         let id = ObjectIdentifier(R.self)
-        if let found = checked.first(where: { $0.type == id }) { return found.indexes }
+        for i in checked.indices where checked[i].type == id { return checked[i].indexes }
         return try firstUse(R.self)
+    }
+
+    /// Whether `R` has indexes writes must keep (``prepare(_:)`` without taking the list).
+    @inlinable
+    func isIndexed<R: Record>(_: R.Type) throws -> Bool {
+        let id = ObjectIdentifier(R.self)
+        for i in checked.indices where checked[i].type == id { return !checked[i].indexes.isEmpty }
+        return try !firstUse(R.self).isEmpty
     }
 
     /// The catalog checks of `R`'s first use in this transaction: its keyspace and, in a write

@@ -8,7 +8,7 @@ import Testing
 /// whose process has the counting malloc interposer and runs nothing else meanwhile.
 @Suite("Record views allocate nothing per row")
 struct ViewAllocationTests {
-    @Test("a scan of 20,000 records: views within 0.05 allocations per row of the engine's scan, records at least 1 more",
+    @Test("a scan of 20,000 records: views within 0.05 allocations per row of the engine's scan, records about 1 more",
           arguments: BundledEngines.all.map(\.name))
     func viewsDoNotAllocate(engine: String) throws {
         let run = try runProgram(strataTool, ["scan-allocations", "--engine", engine, "--records", "20000"])
@@ -22,7 +22,8 @@ struct ViewAllocationTests {
         let view = try #require(figure(after: "view"), "\(run.output)")
         let record = try #require(figure(after: "record"), "\(run.output)")
         #expect(view - engineScan < 0.05, "\(engine): \(run.output)")
-        #expect(record - view >= 1, "materialized records allocate (the counter counts): \(run.output)")
+        // One allocation per row, the record's payload (the engine may add a few per scan).
+        #expect(record - view > 0.99, "materialized records allocate (the counter counts): \(run.output)")
     }
 }
 

@@ -201,6 +201,15 @@ struct StoreTests {
             }
             let stored = try store.withReadTransaction { (ctx: TransactionContext) throws in try Reading.count(in: ctx) }
             #expect(stored == 0)
+            // The caller decides whether the transaction goes on: the next records are stored
+            // (the refused one leaves nothing behind, not even its failure).
+            let good = Reading(sensor: 10, time: Date(timeIntervalSinceReferenceDate: 0), value: 2)
+            try store.withTransaction { ctx in
+                #expect(throws: RecordError.self) { try ctx.insert(bad) }
+                try ctx.insert(good)
+            }
+            let after = try store.withReadTransaction { (ctx: TransactionContext) throws in try Reading.select(in: ctx) }
+            #expect(after == [good])
         }
     }
 

@@ -49,7 +49,7 @@ struct EntryWrites {
 
     /// Applies the writes in order: `value` for covering entries, empty values for the others.
     @inlinable
-    func apply(to writer: any KeyValueWriter, value: [UInt8]) throws {
+    func apply(to writer: any KeyValueWriter, value: ArraySlice<UInt8>) throws {
         try keys.bytes.withUnsafeBytes { all in
             try value.withUnsafeBytes { value in
                 for (range, kind) in writes {

@@ -67,7 +67,7 @@ extension TransactionContext {
     /// is encoded straight into the transaction's reusable buffer (``EntryWrites``), and the old
     /// record's entry beside it for comparison.
     @inlinable
-    func insertIndexed<R: Record>(_ record: R, key: [UInt8], value: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
+    func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
         // While a changed definition is built, its previous generation's entries are kept from the stored bytes.
         let keepsPrevious = indexes.contains { $0.previous != nil }
         let old: R?
@@ -78,7 +78,7 @@ extension TransactionContext {
         } else {
             old = try storedRecord(R.self, key: key)
         }
-        let primary = key[prefix(R.self).count...]
+        let primary = key.dropFirst(prefix(R.self).count)
         let declared = R.indexes
         var plan = entryWrites ?? EntryWrites()
         entryWrites = nil  // a write made while this one runs (none is expected) takes its own
@@ -120,7 +120,7 @@ extension TransactionContext {
                 }
             }
         }
-        let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: key, value: value, old: oldValue, into: &plan) : []
+        let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: Array(key), value: Array(value), old: oldValue, into: &plan) : []
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { try writer.put($0, forKey: k) } }
         try plan.apply(to: writer, value: value)
         for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
@@ -232,7 +232,7 @@ extension TransactionContext {
     /// Deletes the record at `key` and its index entries; returns whether there was one.
     @usableFromInline
     func deleteIndexed<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
-        guard let old = try storedRecord(R.self, key: key, withValue: indexes.contains { $0.previous != nil }) else { return false }
+        guard let old = try storedRecord(R.self, key: key[...], withValue: indexes.contains { $0.previous != nil }) else { return false }
         try deleteEntries(of: old.record, key: key, value: old.value, indexes: indexes, writer: writer)
         try writer.delete(key)
         return true
@@ -269,7 +269,7 @@ extension TransactionContext {
     /// previous generation), in each of `indexes`.
     private func deleteEntries<R: Record>(of record: R, key: [UInt8], value: [UInt8]?, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
         let declared = R.indexes
-        let primary = key[prefix(R.self).count...]
+        let primary = key.dropFirst(prefix(R.self).count)
         var previousEntries: [[UInt8]] = []
         var dropped: [String] = []
         if let value, !store.faults.skipPreviousGenerations {
@@ -291,7 +291,7 @@ extension TransactionContext {
 
     /// The record stored at `key`, decoded (its index entries are derived from it).
     @inlinable
-    func storedRecord<R: Record>(_: R.Type, key: [UInt8]) throws -> R? {
+    func storedRecord<R: Record>(_: R.Type, key: ArraySlice<UInt8>) throws -> R? {
         try key.withUnsafeBytes { k in
             try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } }
         }
@@ -300,7 +300,7 @@ extension TransactionContext {
     /// The record stored at `key`, decoded, with its stored bytes when `withValue` (a previous
     /// generation's entries are derived from those).
     @usableFromInline
-    func storedRecord<R: Record>(_: R.Type, key: [UInt8], withValue: Bool) throws -> (record: R, value: [UInt8]?)? {
+    func storedRecord<R: Record>(_: R.Type, key: ArraySlice<UInt8>, withValue: Bool) throws -> (record: R, value: [UInt8]?)? {
         try key.withUnsafeBytes { k in
             try reader.withValue(forKey: k) { value in
                 try value.map { (try decode(R.self, key: k, value: $0), withValue ? Array($0) : nil) }
