@@ -19,10 +19,10 @@ public final class TransactionContext {
     @exclusivity(unchecked) @usableFromInline var checked: [(type: ObjectIdentifier, sameFields: Set<UInt32>, indexes: [ActiveIndex])] = []
     /// Reused for encoding keys and values without allocating per record.
     @exclusivity(unchecked) @usableFromInline var keyWriter = KeyWriter(capacity: 64)
-    /// The buffer `insert` encodes records into, kept from one insert to the next: empty, or
-    /// the last record encoded, of type `recordPrefix` (so it starts with that type's prefix).
-    @exclusivity(unchecked) @usableFromInline var recordWriter = FieldWriter()
-    @exclusivity(unchecked) @usableFromInline var recordPrefix: ObjectIdentifier?
+    /// The buffer `insert` encodes records into, kept from one insert to the next: empty, or the
+    /// last record encoded, whose type `prefixOf` names (the buffer starts with its prefix). The
+    /// two travel together, so an insert made inside another cannot separate them.
+    @exclusivity(unchecked) @usableFromInline var recordBuffer: (writer: FieldWriter, prefixOf: ObjectIdentifier?) = (FieldWriter(), nil)
     /// A byte buffer an index query borrows for its bound (``takeBuffer()``).
     @exclusivity(unchecked) @usableFromInline var spareBuffer: [UInt8]?
     /// The entry keys of an indexed write, reused from one write to the next.
@@ -47,15 +47,15 @@ public final class TransactionContext {
         // The record is encoded into the context's buffer moved into a local, and put back after:
         // a buffer lent from the context, like any reference taken on this path, costs an atomic
         // count each way, and together they took more time than the encoding.
-        var stored = FieldWriter()
-        swap(&stored, &recordWriter)
-        defer { swap(&stored, &recordWriter) }
-        let keyLength = try encodeRecord(record, into: &stored)
+        var buffer: (writer: FieldWriter, prefixOf: ObjectIdentifier?) = (FieldWriter(), nil)
+        swap(&buffer, &recordBuffer)
+        defer { swap(&buffer, &recordBuffer) }
+        let keyLength = try encodeRecord(record, into: &buffer.writer, prefixOf: &buffer.prefixOf)
         if indexed {
-            return try insertIndexed(record, key: stored.bytes[..<keyLength], value: stored.bytes[keyLength...],
+            return try insertIndexed(record, key: buffer.writer.bytes[..<keyLength], value: buffer.writer.bytes[keyLength...],
                                      indexes: prepare(R.self), writer: writer)
         }
-        try stored.bytes.withUnsafeBytes { stored in
+        try buffer.writer.bytes.withUnsafeBytes { stored in
             try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
         }
     }
@@ -63,13 +63,13 @@ public final class TransactionContext {
     /// Encodes `record` as it is stored into `fields`, key and value back to back, and returns
     /// the key's length: one buffer and one checksum pass (the checksum covers the key followed
     /// by the value, RecordFormat.md), where two buffers cost a quarter of an insert's own
-    /// instructions.
+    /// instructions. `prefixOf` names the type whose prefix `fields` starts with, if not empty.
     @inlinable
-    func encodeRecord<R: Record>(_ record: R, into fields: inout FieldWriter) throws -> Int {
+    func encodeRecord<R: Record>(_ record: R, into fields: inout FieldWriter, prefixOf: inout ObjectIdentifier?) throws -> Int {
         var key = KeyWriter(appendingTo: [])
         swap(&key.bytes, &fields.bytes)
-        let keyLength = try writeKey(of: record, to: &key, prefixInPlace: recordPrefix == ObjectIdentifier(R.self) && !key.bytes.isEmpty)
-        recordPrefix = ObjectIdentifier(R.self)
+        let keyLength = try writeKey(of: record, to: &key, prefixInPlace: prefixOf == ObjectIdentifier(R.self) && !key.bytes.isEmpty)
+        prefixOf = ObjectIdentifier(R.self)
         swap(&key.bytes, &fields.bytes)
         fields.restart(after: keyLength)
         fields.writeVarint(UInt64(keyspaces[keyspace(R.self)].version))
