@@ -349,31 +349,32 @@ public final class TransactionContext {
 
     /// Checks `R`'s keyspace once per transaction; returns the indexes writes must keep.
     @inlinable @discardableResult
-    func prepare<R: Record>(_: R.Type) throws -> [ActiveIndex] {
-        let id = ObjectIdentifier(R.self)
-        for i in checked.indices where checked[i].type == id { return checked[i].indexes }
-        return try firstUse(R.self)
-    }
+    func prepare<R: Record>(_: R.Type) throws -> [ActiveIndex] { checked[try checkedPosition(R.self)].indexes }
 
     /// Whether `R` has indexes writes must keep (``prepare(_:)`` without taking the list).
     @inlinable
-    func isIndexed<R: Record>(_: R.Type) throws -> Bool {
+    func isIndexed<R: Record>(_: R.Type) throws -> Bool { !checked[try checkedPosition(R.self)].indexes.isEmpty }
+
+    /// The position of `R`'s entry in ``checked``, after the checks of its first use in this
+    /// transaction. Searched by position, as ``keyspace(_:)``.
+    @inlinable
+    func checkedPosition<R: Record>(_: R.Type) throws -> Int {
         let id = ObjectIdentifier(R.self)
-        for i in checked.indices where checked[i].type == id { return !checked[i].indexes.isEmpty }
-        return try !firstUse(R.self).isEmpty
+        for i in checked.indices where checked[i].type == id { return i }
+        try firstUse(R.self)
+        return checked.count - 1
     }
 
     /// The catalog checks of `R`'s first use in this transaction: its keyspace and, in a write
-    /// transaction or when `R` declares any, its indexes.
+    /// transaction or when `R` declares any, its indexes; adds `R`'s entry at the end of ``checked``.
     @usableFromInline
-    func firstUse<R: Record>(_: R.Type) throws -> [ActiveIndex] {
+    func firstUse<R: Record>(_: R.Type) throws {
         let sameFields = try store.catalog.check(R.self, in: reader, writer: writer)
         var indexes: [ActiveIndex] = []
         if writer != nil || !R.indexes.isEmpty {
             indexes = try IndexCatalog.prepare(R.self, keyspacePrefix: prefix(R.self), in: reader, writer: writer)
         }
         checked.append((ObjectIdentifier(R.self), sameFields, indexes))
-        return indexes
     }
 
     /// Versions stored with exactly `R`'s fields (names and formats, in order): read as current.

@@ -70,14 +70,8 @@ extension TransactionContext {
     func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
         // While a changed definition is built, its previous generation's entries are kept from the stored bytes.
         let keepsPrevious = indexes.contains { $0.previous != nil }
-        let old: R?
-        var oldValue: [UInt8]?
-        if keepsPrevious {
-            let stored = try storedRecord(R.self, key: key, withValue: true)
-            (old, oldValue) = (stored?.record, stored?.value)
-        } else {
-            old = try storedRecord(R.self, key: key)
-        }
+        let stored = try storedRecord(R.self, key: key, withValue: keepsPrevious)
+        let (old, oldValue) = (stored?.record, stored?.value)
         let primary = key.dropFirst(prefix(R.self).count)
         let declared = R.indexes
         var plan = entryWrites ?? EntryWrites()
@@ -289,17 +283,10 @@ extension TransactionContext {
         for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
     }
 
-    /// The record stored at `key`, decoded (its index entries are derived from it).
+    /// The record stored at `key`, decoded (its index entries are derived from it), with its
+    /// stored bytes when `withValue` (a previous generation's entries are derived from those).
+    /// Inlinable, so that the decoding is specialized for the record type.
     @inlinable
-    func storedRecord<R: Record>(_: R.Type, key: ArraySlice<UInt8>) throws -> R? {
-        try key.withUnsafeBytes { k in
-            try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } }
-        }
-    }
-
-    /// The record stored at `key`, decoded, with its stored bytes when `withValue` (a previous
-    /// generation's entries are derived from those).
-    @usableFromInline
     func storedRecord<R: Record>(_: R.Type, key: ArraySlice<UInt8>, withValue: Bool) throws -> (record: R, value: [UInt8]?)? {
         try key.withUnsafeBytes { k in
             try reader.withValue(forKey: k) { value in
