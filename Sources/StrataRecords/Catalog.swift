@@ -133,9 +133,19 @@ struct CatalogEntry: Equatable {
 @usableFromInline final class Catalog: @unchecked Sendable {
     private let lock = NSLock()
     private var owners: [String: (ObjectIdentifier, String)] = [:]
-    /// Keyspace and version pairs whose committed catalog entry is known to be complete, with
-    /// the versions of the same fields.
-    private var verified: [String: Set<UInt32>] = [:]
+    /// Types whose keyspace claim is checked and whose committed catalog entry is known to be
+    /// complete, with the versions of the same fields: their later checks are one lookup.
+    private var verified: [ObjectIdentifier: Set<UInt32>] = [:]
+    /// Each type's indexes as a transaction that found the index catalog settled for it saw
+    /// them, with the catalog bytes they were derived from and where those are read
+    /// (``IndexCatalog/prepare(_:keyspacePrefix:in:writer:remembered:)``).
+    private var prepared: [ObjectIdentifier: PreparedIndexes] = [:]
+    typealias PreparedIndexes = (catalog: (range: KeyRange, prefixLength: Int), stored: [UInt8], indexes: [ActiveIndex])
+
+    /// `R`'s indexes as last remembered; valid for exactly the catalog bytes they hold.
+    func preparedIndexes<R: Record>(_: R.Type) -> PreparedIndexes? { lock.withLock { prepared[ObjectIdentifier(R.self)] } }
+
+    func remember<R: Record>(_: R.Type, _ indexes: PreparedIndexes) { lock.withLock { prepared[ObjectIdentifier(R.self)] = indexes } }
 
     /// Checks `R`'s claim on its keyspace; records its schema in the store on its first write.
     /// Returns the other versions whose stored schema has exactly `R`'s fields (names and
@@ -143,17 +153,15 @@ struct CatalogEntry: Equatable {
     /// record stored under format 1's spelled-type version keeps reading after the type is
     /// respelled, once the type has written under format 2 (which records both numbers).
     @usableFromInline func check<R: Record>(_: R.Type, in tx: any KeyValueReader, writer: (any KeyValueWriter)?) throws -> Set<UInt32> {
-        let type = R.recordType
         let me = ObjectIdentifier(R.self)
-        let verifiedKey = "\(type.version) \(type.keyspace)"
-        let alreadyVerified: Set<UInt32>? = try lock.withLock {
+        if let sameFields = lock.withLock({ verified[me] }) { return sameFields }
+        let type = R.recordType
+        try lock.withLock {
             if let (owner, name) = owners[type.keyspace], owner != me {
                 throw RecordError.keyspaceClash(keyspace: type.keyspace, detail: "used by \(name) and by \(R.self) in this process")
             }
             owners[type.keyspace] = (me, "\(R.self)")
-            return verified[verifiedKey]
         }
-        if let alreadyVerified { return alreadyVerified }
         let key = SystemKey.keyspace(type.keyspace)
         let declared = type.key.map { (name: $0.name, type: $0.typeName) }
         let schema = CatalogEntry.Schema(version: type.version, fields: type.fields)
@@ -178,7 +186,7 @@ struct CatalogEntry: Equatable {
             missing.append(CatalogEntry.Schema(version: old, fields: type.fields))
         }
         if missing.isEmpty {
-            lock.withLock { verified[verifiedKey] = sameFields }
+            lock.withLock { verified[me] = sameFields }
         } else if let writer {
             entry.schemas += missing
             try writer.put(entry.encoded(), forKey: key)

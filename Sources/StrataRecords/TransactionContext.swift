@@ -372,7 +372,7 @@ public final class TransactionContext {
         let sameFields = try store.catalog.check(R.self, in: reader, writer: writer)
         var indexes: [ActiveIndex] = []
         if writer != nil || !R.indexes.isEmpty {
-            indexes = try IndexCatalog.prepare(R.self, keyspacePrefix: prefix(R.self), in: reader, writer: writer)
+            indexes = try IndexCatalog.prepare(R.self, keyspacePrefix: prefix(R.self), in: reader, writer: writer, remembered: store.catalog)
         }
         checked.append((ObjectIdentifier(R.self), sameFields, indexes))
     }

@@ -141,6 +141,31 @@ struct IndexTests {
         try engine.close()
     }
 
+
+    @Test("a store remembers its indexes between transactions, yet sees what another store (or process) changed in the index catalog at its next transaction",
+          arguments: TestEngines.all)
+    func catalogChangedElsewhere(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = try kind.configuration(path: dir.path).open(EngineOptions())
+        defer { try? engine.close() }
+        let indexed = try Store(engine: engine)
+        try indexed.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
+        for _ in 0..<2 {  // the second transaction finds the catalog as the first left it
+            #expect(try indexed.withReadTransaction { ctx in try Member.byCityAge.count(in: ctx, .all.equal("Paris")) } == 2)
+        }
+        // Another store, whose type declares no index, disables them all at its first write.
+        let plain = try Store(engine: engine)
+        try plain.withTransaction { ctx in try ctx.insert(PlainMember(Member(id: 6, email: "six@x", city: "Paris", age: 1))) }
+        #expect(throws: RecordError.indexNotReady(type: "Member", index: "byCityAge", state: .writeOnly)) {
+            try indexed.withReadTransaction { ctx in try Member.byCityAge.count(in: ctx, .all.equal("Paris")) }
+        }
+        // Declared again at the first store's next write: rebuilt, with the record the other store wrote.
+        try indexed.withTransaction { ctx in try ctx.insert(Member(id: 7, email: "seven@x", city: "Paris", age: 2)) }
+        try indexed.prepare(Member.self).wait()
+        try expectExact(indexed)
+        #expect(try indexed.withReadTransaction { ctx in try Member.byCityAge.count(in: ctx, .all.equal("Paris")) } == 4)
+    }
     @Test("random logs of inserts, overwrites, deletes, range deletes and aborted transactions: every index stays exact; a stale-entry defect is caught",
           arguments: TestEngines.all)
     func differential(kind: EngineKind) throws {

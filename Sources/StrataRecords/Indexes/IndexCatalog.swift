@@ -192,18 +192,44 @@ enum IndexCatalog {
 
     /// Every index stored for `keyspace`, by name.
     static func stored(keyspace: String, in tx: any KeyValueReader) throws -> [(name: String, index: StoredIndex)] {
+        try decodeStored(storedBytes(catalogRange(keyspace: keyspace), in: tx), keyspace: keyspace)
+    }
+
+    /// Where `keyspace`'s index catalog entries are: every key starting with `00 enc("index", keyspace)`.
+    static func catalogRange(keyspace: String) -> (range: KeyRange, prefixLength: Int) {
         let prefix = SystemKey.prefix + KeyCodec.encode("index", keyspace)
-        var found: [(String, StoredIndex)] = []
-        try tx.scan(KeyRange.components(prefix: prefix), reverse: false, limit: nil) { key, value in
-            var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[prefix.count...]))
-            let name: String
-            do { name = try reader.read(String.self); try reader.finish() } catch {
-                throw RecordError.corruptCatalog(keyspace: keyspace, detail: "index key: \(error)")
-            }
-            found.append((name, try StoredIndex(decoding: value, keyspace: keyspace, name: name)))
+        return (KeyRange.components(prefix: prefix), prefix.count)
+    }
+
+    /// The index catalog entries in `catalog` (``catalogRange(keyspace:)``) as stored, in key
+    /// order: each one's name (its key after the range's prefix) and its value, length-prefixed.
+    /// What ``stored(keyspace:in:)`` decodes, and what a remembered ``prepare`` result was derived from.
+    static func storedBytes(_ catalog: (range: KeyRange, prefixLength: Int), in tx: any KeyValueReader) throws -> [UInt8] {
+        var bytes = FieldWriter()
+        try tx.scan(catalog.range, reverse: false, limit: nil) { key, value in
+            bytes.writeBytes(UnsafeRawBufferPointer(rebasing: key[catalog.prefixLength...]))
+            bytes.writeBytes(value)
             return true
         }
-        return found
+        return bytes.bytes
+    }
+
+    /// The entries ``storedBytes(_:in:)`` returned, decoded.
+    static func decodeStored(_ bytes: [UInt8], keyspace: String) throws -> [(name: String, index: StoredIndex)] {
+        try bytes.withUnsafeBytes { bytes in
+            var rows = FieldReader(bytes)
+            var found: [(String, StoredIndex)] = []
+            while rows.offset < bytes.count {
+                let (key, value) = try (rows.readBytes(), rows.readBytes())  // written here: cannot fail
+                var reader = KeyReader(key)
+                let name: String
+                do { name = try reader.read(String.self); try reader.finish() } catch {
+                    throw RecordError.corruptCatalog(keyspace: keyspace, detail: "index key: \(error)")
+                }
+                found.append((name, try StoredIndex(decoding: value, keyspace: keyspace, name: name)))
+            }
+            return found
+        }
     }
 
     /// Reconciles `R`'s declared indexes with the store's (RecordFormat.md, "Indexes"): in a write
@@ -213,11 +239,21 @@ enum IndexCatalog {
     /// unregistered one as write-only: not queryable, nothing to maintain). A changed definition
     /// keeps the readable generation it replaces as its ``StoredIndex/previous`` when that can
     /// serve it (``previousServes(_:_:of:)``).
+    ///
+    /// The result is a function of `R` and the catalog's bytes once the catalog is settled for
+    /// `R` (every declared index stored as declared, none to disable, none being built over a
+    /// previous generation): `memory` (the store's ``Catalog``) remembers it with those bytes, and a later transaction
+    /// that reads the same bytes (from any process: they are read every time) takes it from
+    /// there rather than decoding and reconciling again.
     static func prepare<R: Record>(_: R.Type, keyspacePrefix: [UInt8], in tx: any KeyValueReader,
-                                   writer: (any KeyValueWriter)?) throws -> [ActiveIndex] {
+                                   writer: (any KeyValueWriter)?, remembered memory: Catalog) throws -> [ActiveIndex] {
         let keyspace = R.recordType.keyspace
+        let remembered = memory.preparedIndexes(R.self)
+        let catalogRange = remembered?.catalog ?? catalogRange(keyspace: keyspace)
+        let bytes = try storedBytes(catalogRange, in: tx)
+        if let remembered, remembered.stored == bytes { return remembered.indexes }
         let declared = R.indexes
-        let stored = try stored(keyspace: keyspace, in: tx)
+        let stored = try decodeStored(bytes, keyspace: keyspace)
         if declared.isEmpty && stored.isEmpty { return [] }
         var names = Set<String>()
         for index in declared where !names.insert(index.name).inserted {
@@ -239,10 +275,12 @@ enum IndexCatalog {
         }
         var active: [ActiveIndex] = []
         var registered = false
+        var settled = !stored.contains { $0.index.state != .disabled && !names.contains($0.name) }
         for (position, index) in declared.enumerated() {
             let definition = index.definition
             var current = stored.first { $0.name == index.name }?.index
             if current == nil || current!.definition != definition || current!.state == .disabled {
+                settled = false
                 // The readable generation being replaced (or the one it was itself replacing).
                 let serving = current.flatMap { old -> StoredIndex.Previous? in
                     guard old.state != .disabled else { return nil }
@@ -267,6 +305,7 @@ enum IndexCatalog {
                 }
             }
             let registeredIndex = current!
+            if registeredIndex.previous != nil { settled = false }
             active.append(ActiveIndex(
                 position: position, name: index.name,
                 prefix: entriesPrefix(keyspace: keyspace, name: index.name, generation: registeredIndex.generation),
@@ -282,6 +321,7 @@ enum IndexCatalog {
             }
             if registered { try Catalog.require(feature, keyspace: keyspace, in: tx, writer: writer) }
         }
+        if settled { memory.remember(R.self, (catalogRange, bytes, active)) }
         return active
     }
 
