@@ -142,6 +142,25 @@ struct IndexTests {
     }
 
 
+    @Test("on a new store the indexes are readable before the first write: queries find nothing, in a read transaction as in a write",
+          arguments: TestEngines.all)
+    func readableBeforeFirstWrite(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try Store(engine: try kind.configuration(path: dir.path).open(EngineOptions()))
+        defer { try? store.close() }
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try Member.byEmail.select(in: ctx).isEmpty)
+            #expect(try Member.byEmail.fetch(in: ctx, .all.equal("korben@taxi.nyc")) == nil)
+            #expect(try Member.byTag.count(in: ctx, .all.equal("taxi")) == 0)
+            #expect(try Member.byAgeCovering.select(in: ctx, .all.then(Comparison<Int>.greaterThan(0))).isEmpty)
+        }
+        try store.withTransaction { (ctx: TransactionContext) throws in #expect(try Member.byCityAge.select(in: ctx).isEmpty) }
+        try store.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
+        #expect(try store.withReadTransaction { ctx in try Member.byTag.count(in: ctx, .all.equal("taxi")) } == 2)
+        try expectExact(store)
+    }
+
     @Test("a store remembers its indexes between transactions, yet sees what another store (or process) changed in the index catalog at its next transaction",
           arguments: TestEngines.all)
     func catalogChangedElsewhere(kind: EngineKind) throws {

@@ -236,7 +236,8 @@ enum IndexCatalog {
     /// transaction a new or changed index is registered (readable at once on an empty keyspace,
     /// else write-only under a new generation) and an index `R` no longer declares is disabled.
     /// Returns the declared indexes as this transaction sees them (a read transaction sees an
-    /// unregistered one as write-only: not queryable, nothing to maintain). A changed definition
+    /// unregistered one as readable and empty when the keyspace holds no record, else as
+    /// write-only: not queryable, nothing to maintain). A changed definition
     /// keeps the readable generation it replaces as its ``StoredIndex/previous`` when that can
     /// serve it (``previousServes(_:_:of:)``).
     ///
@@ -300,6 +301,10 @@ enum IndexCatalog {
                     try writer.put(next.encoded(), forKey: SystemKey.index(keyspace: keyspace, name: index.name))
                     current = next
                     registered = true
+                } else if try isEmpty() {
+                    // Nothing to index: the next write registers it readable, and until then it is
+                    // complete already (a generation that has no entries, read as empty).
+                    current = StoredIndex(generation: (current?.generation ?? 0) + 1, state: .readable, definition: definition)
                 } else {
                     current = StoredIndex(generation: 0, state: .writeOnly, definition: definition, previous: serving)
                 }

@@ -33,7 +33,8 @@ import StrataKeyCodec
 /// - **Multi-valued** (``IndexComponent/each(_:_:)``): one entry per distinct element of an array
 ///   or set field; a record with no elements has no entry. At most one component of an index may be
 ///   multi-valued.
-/// - **States**: an index declared on an empty keyspace is readable at once. One added to a
+/// - **States**: an index declared on an empty keyspace is readable at once (in a read
+///   transaction before any write too: its queries find nothing). One added to a
 ///   keyspace that already holds records is *write-only* (maintained, but queries throw
 ///   ``RecordError/indexNotReady(type:index:state:)``) until ``Store/prepare(_:batchSize:onBatch:)``
 ///   has built it. An index the type no longer declares is *disabled* at the next write (its
