@@ -40,6 +40,28 @@ public struct Query<R: Record>: Sendable {
         return try ctx.count(R.self, recordQuery)
     }
 
+    /// Visits the matching records one at a time, without collecting them; `body` returns
+    /// `false` to stop.
+    public func forEach(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil, _ body: (R) throws -> Bool) throws {
+        if let index { return try index.forEach(in: ctx, recordQuery, limit: limit, order: order, body) }
+        try ctx.forEach(R.self, recordQuery, limit: limit, order: order, body)
+    }
+
+    /// The primary keys of the matching records (their encoded components, without the
+    /// keyspace), at most `limit`, without decoding the records (nor, on an index, reading them).
+    public func primaryKeys(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil) throws -> [EncodedIndexKey] {
+        if let index { return try index.primaryKeys(in: ctx, recordQuery, limit: limit, order: order) }
+        try ctx.prepare(R.self)
+        try ctx.validate(recordQuery, for: R.self)
+        let prefixLength = ctx.prefix(R.self).count
+        var keys: [EncodedIndexKey] = []
+        try ctx.scan(recordQuery.ranges(keyspacePrefix: ctx.prefix(R.self)), order: order ?? defaultOrder, limit: limit) { key, _ in
+            keys.append(EncodedIndexKey(bytes: Array(key[prefixLength...])))
+            return true
+        }
+        return keys
+    }
+
     /// One page: at most `limit` records after `token` (the previous page's ``Page/next``).
     ///
     /// Paging continues after the last key returned (before it, descending), so a record that is

@@ -43,6 +43,22 @@ struct IndexMacroTests {
             #expect(page.records.map(\.id) == [2])
             #expect(try IndexedMember.byCityAge.query(city: "New York").page(in: ctx, limit: 1, after: page.next).records.map(\.id) == [1])
             #expect(try IndexedMember.byTag.select(in: ctx, tags: "taxi").map(\.id) == [1, 4])
+            // A typed query as a value visits records, views and keys as select returns them: on an index and on the key.
+            for query in [IndexedMember.byCityAge.query(city: "New York"), IndexedMember.query(id: .lessThan(3))] {
+                let ids = try query.select(in: ctx).map(\.id)
+                #expect(ids.count == 2)
+                var visited: [Int] = [], viewed: [Int] = []
+                try query.forEach(in: ctx) { visited.append($0.id); return true }
+                try query.forEachView(in: ctx) { viewed.append(try $0.record().id); return true }
+                #expect(visited == ids && viewed == ids)
+                #expect(try query.primaryKeys(in: ctx) == ids.map { EncodedIndexKey(bytes: KeyCodec.encode($0)) })
+                let first = try query.select(in: ctx, limit: 1, order: .ascending).map(\.id), last = try query.select(in: ctx, limit: 1, order: .descending).map(\.id)
+                #expect(first != last)
+                #expect(try query.primaryKeys(in: ctx, limit: 1, order: .ascending) == first.map { EncodedIndexKey(bytes: KeyCodec.encode($0)) })
+                visited = []
+                try query.forEach(in: ctx, order: .descending) { visited.append($0.id); return false }
+                #expect(visited == last)
+            }
             #expect(try IndexedMember.byAge.select(in: ctx, age: .range(26..<50)) == [Self.members[2], Self.members[0]])
             #expect(throws: RecordError.uniqueViolation(type: "IndexedMember", index: "byEmail", value: "\"ruby@rhod.fm\"")) {
                 try ctx.insert(IndexedMember(id: 9, email: "ruby@rhod.fm", city: "X", age: 1, tags: []))
