@@ -243,9 +243,10 @@ enum IndexCatalog {
     ///
     /// The result is a function of `R` and the catalog's bytes once the catalog is settled for
     /// `R` (every declared index stored as declared, none to disable, none being built over a
-    /// previous generation): `memory` (the store's ``Catalog``) remembers it with those bytes, and a later transaction
-    /// that reads the same bytes (from any process: they are read every time) takes it from
-    /// there rather than decoding and reconciling again.
+    /// previous generation): `memory` (the store's ``Catalog``) remembers it with those bytes,
+    /// and a later transaction that reads the same bytes (they are read every time, so what
+    /// another store or process changed is seen) takes it from there rather than decoding and
+    /// reconciling again.
     static func prepare<R: Record>(_: R.Type, keyspacePrefix: [UInt8], in tx: any KeyValueReader,
                                    writer: (any KeyValueWriter)?, remembered memory: Catalog) throws -> [ActiveIndex] {
         let keyspace = R.recordType.keyspace
