@@ -51,11 +51,10 @@ public struct Query<R: Record>: Sendable {
     /// keyspace), at most `limit`, without decoding the records (nor, on an index, reading them).
     public func primaryKeys(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil) throws -> [EncodedIndexKey] {
         if let index { return try index.primaryKeys(in: ctx, recordQuery, limit: limit, order: order) }
-        try ctx.prepare(R.self)
-        try ctx.validate(recordQuery, for: R.self)
+        let ranges = try ctx.checkedRanges(R.self, recordQuery)
         let prefixLength = ctx.prefix(R.self).count
         var keys: [EncodedIndexKey] = []
-        try ctx.scan(recordQuery.ranges(keyspacePrefix: ctx.prefix(R.self)), order: order ?? defaultOrder, limit: limit) { key, _ in
+        try ctx.scan(ranges, order: order ?? defaultOrder, limit: limit) { key, _ in
             keys.append(EncodedIndexKey(bytes: Array(key[prefixLength...])))
             return true
         }

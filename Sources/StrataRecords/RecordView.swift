@@ -63,12 +63,12 @@ extension TransactionContext {
         _ body: (RecordView<R>) throws -> Bool
     ) throws {
         let order = order ?? query.defaultOrder
-        try prepare(R.self)
-        try validate(query, for: R.self)
+        var ranges = try checkedRanges(R.self, query)
         let prefixLength = prefix(R.self).count
         let sameFields = self.sameFields(R.self)
+        // The loop of ``scan(_:order:limit:_:)``, written out: through its closure a row cost 21
+        // more instructions (callgrind, 909 to 930), 2% of a view scan.
         var remaining = limit ?? Int.max
-        var ranges = query.ranges(keyspacePrefix: prefix(R.self))
         if order == .descending { ranges.reverse() }
         var stopped = false
         for range in ranges where remaining > 0 && !stopped {

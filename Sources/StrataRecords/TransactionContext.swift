@@ -197,12 +197,18 @@ public final class TransactionContext {
         _ type: R.Type, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
         _ body: (R) throws -> Bool
     ) throws {
-        let order = order ?? query.defaultOrder
-        try prepare(R.self)
-        try validate(query, for: R.self)
-        try scan(query.ranges(keyspacePrefix: prefix(R.self)), order: order, limit: limit) { key, value in
+        try scan(checkedRanges(R.self, query), order: order ?? query.defaultOrder, limit: limit) { key, value in
             try body(try decode(R.self, key: key, value: value))
         }
+    }
+
+    /// The key ranges `query` reads in `R`'s keyspace, after `R`'s checks of this transaction
+    /// (``prepare(_:)``) and the query's shape against `R`'s key (``validate(_:for:)``).
+    @inlinable
+    func checkedRanges<R: Record>(_: R.Type, _ query: RecordQuery) throws -> [KeyRange] {
+        try prepare(R.self)
+        try validate(query, for: R.self)
+        return query.ranges(keyspacePrefix: prefix(R.self))
     }
 
     /// Scans `ranges` (given in ascending order) in `order`, at most `limit` pairs in all;
@@ -224,10 +230,8 @@ public final class TransactionContext {
     /// How many records match `query` (keys are counted, values not decoded).
     @inlinable
     public func count<R: Record>(_ type: R.Type, _ query: RecordQuery = .all) throws -> Int {
-        try prepare(R.self)
-        try validate(query, for: R.self)
         var n = 0
-        for range in query.ranges(keyspacePrefix: prefix(R.self)) {
+        for range in try checkedRanges(R.self, query) {
             try reader.scan(range, reverse: false, limit: nil) { _, _ in
                 n += 1
                 return true

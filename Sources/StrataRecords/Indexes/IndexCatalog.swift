@@ -277,7 +277,9 @@ enum IndexCatalog {
         }
         var active: [ActiveIndex] = []
         var registered = false
-        var settled = !stored.contains { $0.index.state != .disabled && !names.contains($0.name) }
+        // Stored indexes `R` no longer declares: disabled by a write transaction.
+        let undeclared = stored.filter { $0.index.state != .disabled && !names.contains($0.name) }
+        var settled = undeclared.isEmpty
         for (position, index) in declared.enumerated() {
             let definition = index.definition
             var current = stored.first { $0.name == index.name }?.index
@@ -320,7 +322,7 @@ enum IndexCatalog {
                 previous: try registeredIndex.previous.map { try previousIndex($0, of: R.self, name: index.name, for: definition, catalog: catalog()) }))
         }
         if let writer {
-            for (name, var index) in stored where index.state != .disabled && !names.contains(name) {
+            for (name, var index) in undeclared {
                 index.state = .disabled
                 index.retirePrevious()
                 try writer.put(index.encoded(), forKey: SystemKey.index(keyspace: keyspace, name: name))
