@@ -14,5 +14,5 @@ import StrataConformance
 public enum RecordConformance {
     /// Every record-layer case: `index/…` (queries of every shape on every kind of index, their
     /// maintenance by every kind of write, unique violations, key limits, builds, paging).
-    public static let cases: [ConformanceCase] = IndexCases.all
+    public static let cases: [ConformanceCase] = IndexCases.all + EdgeValueCases.all
 }

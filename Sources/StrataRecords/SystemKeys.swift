@@ -11,7 +11,7 @@ enum SystemKey {
     static let features = prefix + KeyCodec.encode("features")
     /// One catalog entry per keyspace: key layout, schemas, features.
     static func keyspace(_ name: String) -> [UInt8] { prefix + KeyCodec.encode("keyspace", name) }
-    static let keyspaces = KeyRange.prefix(prefix + KeyCodec.encode("keyspace"))
+    static let keyspaces = KeyRange.components(prefix: prefix + KeyCodec.encode("keyspace"))
     /// An index's catalog entry (definition, state, generation).
     static func index(keyspace: String, name: String) -> [UInt8] { prefix + KeyCodec.encode("index", keyspace, name) }
     /// The prefix of an index's entries of one generation, followed by the indexed values and

@@ -48,7 +48,8 @@ struct IndexRedefinitionTests {
                                       sourceLocation: SourceLocation = #_sourceLocation) throws {
         try store.withReadTransaction { (ctx: TransactionContext) throws in
             let members = Array(model.values)
-            for city in ["A", "B", "C"] {
+            // "A\0" extends "A" by bytes: a group of "A" must not take its entries.
+            for city in ["A", "B", "A\0"] {
                 let expected = cityNicknameOrder(members.filter { $0.city == city }).map(\.id)
                 #expect(try RedefinedMember.byCityAge.select(in: ctx, .all.equal(city)).map(\.member.id) == expected,
                         "\(comment): city \(city)", sourceLocation: sourceLocation)
@@ -86,8 +87,8 @@ struct IndexRedefinitionTests {
                 token = page.next
             } while token != nil
             #expect(pagedDown == cityNicknameOrder(members).reversed().map(\.id), "\(comment): pages, descending", sourceLocation: sourceLocation)
-            #expect(try RedefinedMember.byCityAge.select(in: ctx, .all.then(Comparison.oneOf(["C", "A"])), order: .ascending).map(\.member.id)
-                    == cityNicknameOrder(members.filter { $0.city != "B" }).map(\.id), "\(comment): city C or A", sourceLocation: sourceLocation)
+            #expect(try RedefinedMember.byCityAge.select(in: ctx, .all.then(Comparison.oneOf(["A\0", "A"])), order: .ascending).map(\.member.id)
+                    == cityNicknameOrder(members.filter { $0.city != "B" }).map(\.id), "\(comment): city A\\0 or A", sourceLocation: sourceLocation)
             #expect(try RedefinedMember.byCityAge.select(in: ctx, .all, limit: 0).isEmpty && RedefinedMember.byCityAge.select(in: ctx, .all, limit: -1).isEmpty,
                     "\(comment): limits 0 and -1", sourceLocation: sourceLocation)
             // The same components, no longer covering.
@@ -111,7 +112,7 @@ struct IndexRedefinitionTests {
             func randomMember(_ id: Int, _ serial: Int) -> Member {
                 Member(id: id, email: "m\(id).\(serial)@x",
                        nickname: Bool.random(using: &random) ? nil : "n\(Int.random(in: 0..<10, using: &random))-\(id).\(serial)",
-                       city: ["A", "B", "C"].randomElement(using: &random)!, age: Int.random(in: 0..<6, using: &random),
+                       city: ["A", "B", "A\0"].randomElement(using: &random)!, age: Int.random(in: 0..<6, using: &random),
                        tags: (0..<Int.random(in: 0..<3, using: &random)).map { _ in ["x", "y", "z"].randomElement(using: &random)! })
             }
             var model: [Int: Member] = [:]
@@ -214,4 +215,47 @@ struct IndexRedefinitionTests {
                 == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 3])  // nil nicknames first, then "three"
         #expect(try store.verify().isClean)
     }
+
+    @Test("a changed multi-valued definition read through its previous generation: values that extend another by bytes (x, x\\0) each keep their own group, every entry once",
+          arguments: TestEngines.all)
+    func previousGroupsOfExtendingValues(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = try kind.configuration(path: dir.path).open(EngineOptions())
+        defer { try? engine.close() }
+        let tagSets = [["x", "x\0"], ["x\0"], ["x"], ["", "\0", "x\0\0"], ["x\0", "x\u{1}"]]
+        let members = tagSets.enumerated().map { Member(id: $0.offset, email: "m\($0.offset)@x", nickname: "n\(4 - $0.offset)", city: "A", age: $0.offset, tags: $0.element) }
+        try Store(engine: engine).withTransaction { ctx in for m in members { try ctx.insert(m) } }
+        let store = try Store(engine: engine)
+        // (tag, nickname) where the stored generation is (tag): one group per tag, each entry once.
+        func encoded(_ tag: String, _ m: Member) -> [UInt8] { Self.encoding(tag) + Self.encoding(m.nickname) + Self.encoding(m.id) }
+        let expected = members.flatMap { m in Set(m.tags).map { (encoded($0, m), m.id) } }.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map(\.1)
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try RetaggedMember.byTagNickname.select(in: ctx).map(\.member.id) == expected)
+            #expect(try RetaggedMember.byTagNickname.select(in: ctx, order: .descending).map(\.member.id) == expected.reversed())
+            for tag in ["x", "x\0", "", "\0"] {
+                let ids = members.filter { $0.tags.contains(tag) }.sorted { encoded(tag, $0).lexicographicallyPrecedes(encoded(tag, $1)) }.map(\.id)
+                #expect(try RetaggedMember.byTagNickname.select(in: ctx, .all.equal(tag)).map(\.member.id) == ids, "tag \(tag.debugDescription)")
+                #expect(try RetaggedMember.byTagNickname.count(in: ctx) { $0.append(tag) } == ids.count, "count tag \(tag.debugDescription)")
+            }
+        }
+        try store.prepare(RetaggedMember.self).wait()
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try RetaggedMember.byTagNickname.select(in: ctx).map(\.member.id) == expected, "after the build")
+        }
+    }
+}
+
+/// Member's keyspace with `byTag` redefined as (tag, nickname): a multi-valued index whose
+/// previous generation, (tag), answers while it is built.
+struct RetaggedMember: Record, Sendable {
+    var member: Member
+    static let recordType = Member.recordType
+    static let byTagNickname = RecordIndex<RetaggedMember>("byTag", .each("tags", \.member.tags), .field("nickname", \.member.nickname))
+    static let indexes = [byTagNickname]
+
+    init(_ member: Member) { self.member = member }
+    func writeKey(to key: inout KeyWriter) { member.writeKey(to: &key) }
+    func writeFields(to fields: inout FieldWriter) { member.writeFields(to: &fields) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { member = try Member(key: &key, fields: &fields) }
 }

@@ -193,10 +193,12 @@ struct IndexTests {
                 store.faults.keepStaleIndexEntries = broken
                 var random = SeededGenerator(seed: 0x1D_E5 + (broken ? 1 : 0))
                 var model: [Int: Member] = [:]
-                let cities = ["A", "B", "C"], tags = ["x", "y", "z", "w"]
+                // Values that end in or hold 00 or 01 and empty ones: an equality must return
+                // exactly its value, not the values that extend it.
+                let cities = ["A", "A\0", "A\0B", "", "\0", "B"], tags = ["x", "x\0", "x\u{1}", "", "\0", "w"]
                 func randomMember() -> Member {
                     let id = Int.random(in: 0..<60, using: &random)
-                    return Member(id: id, email: "e\(Int.random(in: 0..<80, using: &random))",
+                    return Member(id: id, email: "e\(Int.random(in: 0..<80, using: &random))" + ["", "\0", "\u{1}"].randomElement(using: &random)!,
                                   nickname: Bool.random(using: &random) ? nil : "n\(Int.random(in: 0..<80, using: &random))",
                                   city: cities.randomElement(using: &random)!, age: Int.random(in: 0..<5, using: &random),
                                   tags: (0..<Int.random(in: 0..<3, using: &random)).map { _ in tags.randomElement(using: &random)! })
@@ -243,8 +245,20 @@ struct IndexTests {
                         #expect(exact, "step \(step): \(verification.map { ($0.index, $0.isExact, $0.missingCount, $0.staleCount) })")
                         let stored = try store.withReadTransaction { ctx in try Member.select(in: ctx) }
                         #expect(stored == model.values.sorted { $0.id < $1.id }, "step \(step)")
-                        let byTag = try store.withReadTransaction { ctx in try Member.byTag.select(in: ctx, .all.equal("x")).map(\.id) }
-                        #expect(byTag == model.values.filter { $0.tags.contains("x") }.map(\.id).sorted(), "step \(step)")
+                        try store.withReadTransaction { (ctx: TransactionContext) throws in
+                            for tag in tags {
+                                let expected = model.values.filter { $0.tags.contains(tag) }.map(\.id).sorted()
+                                #expect(try Member.byTag.select(in: ctx, .all.equal(tag)).map(\.id) == expected, "step \(step): tag \(tag.debugDescription)")
+                                #expect(try Member.byTag.count(in: ctx) { $0.append(tag) } == expected.count, "step \(step): count tag \(tag.debugDescription)")
+                            }
+                            for city in cities {
+                                let expected = model.values.filter { $0.city == city }.sorted { ($0.age, $0.id) < ($1.age, $1.id) }.map(\.id)
+                                #expect(try Member.byCityAge.select(in: ctx) { $0.append(city) }.map(\.id) == expected, "step \(step): city \(city.debugDescription)")
+                            }
+                            for member in model.values {
+                                #expect(try Member.byEmail.fetch(in: ctx) { $0.append(member.email) }?.id == member.id, "step \(step): email \(member.email.debugDescription)")
+                            }
+                        }
                     }
                 }
                 if broken { #expect(caught, "the stale-entry defect went unnoticed") }

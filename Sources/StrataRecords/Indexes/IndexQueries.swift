@@ -201,8 +201,10 @@ extension TransactionContext {
         var (bound, _) = try equalityBound(index, after: source.prefix, everyComponent: everyComponent, writeValues)
         defer { giveBack(&bound) }
         if let limit, limit <= 0 { return }  // as every query: nothing, not an error
-        // The entries are the keys that start with the bound, [bound, bound + FF): one side is
-        // given to the engine to seek to, the other is checked here (one buffer, not two).
+        // The entries are [bound, bound + FF): one side is given to the engine to seek to, the
+        // other is checked here (one buffer, not two). Starting with the bound is not enough:
+        // ("a") = 02 61 00 starts ("a\0") = 02 61 00 FF 00, so a key whose next byte is FF is past
+        // the range (after a whole component comes a type code, never FF).
         let matched = bound.count
         let range: KeyRange
         if order == .descending {
@@ -215,7 +217,8 @@ extension TransactionContext {
             let entries = UnsafeRawBufferPointer(rebasing: bound[..<matched])
             try withRecordKeyBuffer(R.self) { recordKey, keyspacePrefixLength in
                 try reader.scan(range, reverse: order == .descending, limit: limit) { key, value in
-                    guard key.count >= matched, Bytewise.compare(UnsafeRawBufferPointer(rebasing: key[..<matched]), entries) == 0 else { return false }
+                    guard key.count >= matched, key.count == matched || key[matched] != 0xFF,
+                          Bytewise.compare(UnsafeRawBufferPointer(rebasing: key[..<matched]), entries) == 0 else { return false }
                     return try visitEntry(index, source, key: key, value: value, recordKey: recordKey, keyspacePrefixLength: keyspacePrefixLength,
                                           readRecords: readRecords, body)
                 }
@@ -423,7 +426,11 @@ extension TransactionContext {
             } catch RecordError.corruptRecord, RecordError.versionMismatch {
                 return true
             }
-            for values in index.entryValues(of: record) where values.bytes.starts(with: group) {  // this group's entries only
+            // This group's entries only: their shared values are the group's (a byte prefix is not
+            // enough, as in scanEqualEntries).
+            for values in index.entryValues(of: record) {
+                guard values.bytes.starts(with: group),
+                      try values.bytes.withUnsafeBytes({ try leading(previous.shared, of: $0) }) == group.count else { continue }
                 let entry = values.bytes + primary
                 guard wanted.contains(where: { $0.contains(entry) }) else { continue }
                 if let position {
