@@ -114,9 +114,12 @@ final class LMDBTransaction: StorageWriteTransaction {
         return try openCursor()
     }
 
-    /// Keeps a read transaction's cursor for its next scan; closes any other.
+    /// Keeps a read transaction's cursor for its next scan; closes any other. A write
+    /// transaction's cursor is freed by LMDB when the transaction ends, so it is closed only while
+    /// the transaction lives (a read transaction's, before or after: LMDB leaves those to us).
     private func giveBack(_ cursor: OpaquePointer) {
-        if room == nil && spareCursor == nil && txn != nil { spareCursor = cursor } else { mdb_cursor_close(cursor) }
+        if room == nil && spareCursor == nil && txn != nil { spareCursor = cursor }
+        else if room == nil || txn != nil { mdb_cursor_close(cursor) }
     }
 
     private func openCursor(in transaction: OpaquePointer? = nil) throws(EngineError) -> OpaquePointer {
@@ -167,8 +170,12 @@ final class LMDBTransaction: StorageWriteTransaction {
             try fail(.mustRetry(reason: "another process committed during an LMDB write transaction"))
         }
         let log = WriteLog()
-        let mine = try openCursor(), theirs = try openCursor(in: snapshot)
-        defer { mdb_cursor_close(mine); mdb_cursor_close(theirs) }
+        // Both cursors are closed before a failure ends the transaction (which frees `mine`).
+        let mine = try openCursor(), theirs: OpaquePointer
+        do { theirs = try openCursor(in: snapshot) } catch {
+            mdb_cursor_close(mine)
+            throw error
+        }
         var mk = MDB_val(), mv = MDB_val(), tk = MDB_val(), tv = MDB_val()
         var mrc = mdb_cursor_get(mine, &mk, &mv, MDB_FIRST), trc = mdb_cursor_get(theirs, &tk, &tv, MDB_FIRST)
         while mrc == MDB_SUCCESS || trc == MDB_SUCCESS {
@@ -180,6 +187,8 @@ final class LMDBTransaction: StorageWriteTransaction {
             if order <= 0 { mrc = mdb_cursor_get(mine, &mk, &mv, MDB_NEXT) }
             if order >= 0 { trc = mdb_cursor_get(theirs, &tk, &tv, MDB_NEXT) }
         }
+        mdb_cursor_close(mine)
+        mdb_cursor_close(theirs)
         for rc in [mrc, trc] where rc != MDB_NOTFOUND { try fail(lmdbError(rc, "reading the changes before logging writes", path: storage.path)) }
         return log
     }
@@ -242,27 +251,43 @@ final class LMDBTransaction: StorageWriteTransaction {
 
     @inline(__always)
     private func checkFirstPage(_ value: MDB_val) throws(EngineError) {
-        do { try bounds.requireInFile(MDB_val(mv_size: min(value.mv_size, 1), mv_data: value.mv_data)) } catch { try fail(error) }
+        if let refusal = firstPageRefusal(value) { try fail(refusal) }
     }
 
+    /// Why LMDB must not touch `value` (its first page lies past the end of a short file), if so.
+    @inline(__always)
+    private func firstPageRefusal(_ value: MDB_val) -> EngineError? {
+        do { try bounds.requireInFile(MDB_val(mv_size: min(value.mv_size, 1), mv_data: value.mv_data)) } catch { return error }
+        return nil
+    }
+
+    /// Deletes the keys of `range` through one cursor. The cursor is closed before a refusal ends
+    /// the transaction: LMDB frees a write transaction's cursors when it ends, so closing it after
+    /// `fail` would free it twice.
     private func clearNow(_ range: ResolvedRange) throws(EngineError) -> (rc: Int32, removed: Int) {
-        var cursor: OpaquePointer?
-        var rc = mdb_cursor_open(txn, dbi, &cursor)
-        guard rc == MDB_SUCCESS else { return (rc, 0) }
-        defer { mdb_cursor_close(cursor) }
+        var opened: OpaquePointer?
+        var rc = mdb_cursor_open(txn, dbi, &opened)
+        guard rc == MDB_SUCCESS, let cursor = opened else { return (rc, 0) }
         var k = MDB_val(), v = MDB_val()
         var removed = 0
-        rc = seekFirst(cursor!, range, &k, &v)
+        var refusal: EngineError?
+        rc = seekFirst(cursor, range, &k, &v)
         while rc == MDB_SUCCESS && range.isAtOrBelowUpper(k.buffer) {
-            try checkFirstPage(v)
+            refusal = firstPageRefusal(v)
+            if refusal != nil { break }
             rc = mdb_cursor_del(cursor, 0)
-            if rc == MDB_INCOMPATIBLE { try fail(storage.subDatabaseRefusal(name: k.buffer)) }
-            guard rc == MDB_SUCCESS else { return (rc, removed) }
+            if rc == MDB_INCOMPATIBLE {
+                refusal = storage.subDatabaseRefusal(name: k.buffer)
+                break
+            }
+            guard rc == MDB_SUCCESS else { break }
             removed += 1
             // After a delete the cursor rests on the following key, and MDB_NEXT returns that
             // key without moving (LMDB marks the cursor C_DEL for this).
             rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
+        mdb_cursor_close(cursor)
+        if let refusal { try fail(refusal) }
         return (rc == MDB_NOTFOUND ? MDB_SUCCESS : rc, removed)
     }
 
