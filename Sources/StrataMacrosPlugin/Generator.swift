@@ -15,10 +15,10 @@ struct Generator {
     let indexes: [IndexDeclaration]
 
     func extensionSource(for type: String) -> String {
-        var lines = ["extension \(type): Strata.Record\(sendable ? ", Sendable" : "") {"]
+        var lines = ["extension \(type): StrataRecords.Record\(sendable ? ", Swift.Sendable" : "") {"]
         let version = self.version.map { ", version: \($0)" } ?? ""
         let formatOne = formatOneVersion.map { ", formatOneVersion: \($0)" } ?? ""
-        lines.append("    \(access)static let recordType = Strata.RecordType(")
+        lines.append("    \(access)static let recordType = StrataRecords.RecordType(")
         lines.append("        keyspace: \(literal(keyspace))\(version),")
         lines.append("        key: [" + keys.map { "(\(literal($0.name)), \($0.type).self)" }.joined(separator: ", ") + "],")
         lines.append("        fields: [" + fields.map { "(\(literal($0.name)), \(format(of: $0)))" }.joined(separator: ", ") + "]\(formatOne))")
@@ -28,7 +28,7 @@ struct Generator {
         lines.append("    }")
         lines += indexKey()
         lines.append("")
-        lines.append("    \(access)func writeFields(to fields: inout Strata.FieldWriter) {")
+        lines.append("    \(access)func writeFields(to fields: inout StrataRecords.FieldWriter) {")
         lines += fields.map { field in
             switch field.storage {
             case .value: return "        fields.write(self.\(field.name))"
@@ -38,7 +38,7 @@ struct Generator {
         }
         lines.append("    }")
         lines.append("")
-        lines.append("    \(access)init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {")
+        lines.append("    \(access)init(key: inout StrataKeyCodec.KeyReader, fields: inout StrataRecords.FieldReader) throws {")
         lines += keys.map { "        self.\($0.name) = try key.read(\($0.type).self)" }
         lines += fields.map { field in
             switch field.storage {
@@ -59,8 +59,8 @@ struct Generator {
     private func indexDeclarations(for type: String) -> [String] {
         guard !indexes.isEmpty else { return [] }
         var lines: [String] = [""]
-        let ctx = "in __ctx: Strata.TransactionContext"
-        let paging = "limit __limit: Int? = nil, order __order: Strata.Order? = nil"
+        let ctx = "in __ctx: StrataRecords.TransactionContext"
+        let paging = "limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil"
         for index in indexes {
             let wrapper = index.name.prefix(1).uppercased() + index.name.dropFirst() + "Index"
             let components = index.components.map { component in
@@ -71,14 +71,14 @@ struct Generator {
             let pagingFirst = !index.components.contains { $0.name == "limit" || $0.name == "order" }
             func selectParameters(_ given: String) -> String { pagingFirst ? "\(paging), \(given)" : "\(given), \(paging)" }
             lines.append("    /// The index `\(index.name)`: typed queries on \(index.components.map(\.name).joined(separator: ", ")).")
-            lines.append("    \(access)struct \(wrapper): Sendable {")
-            lines.append("        \(access)let index = Strata.RecordIndex<\(type)>(\(literal(index.name)), \(components)\(options))")
+            lines.append("    \(access)struct \(wrapper): Swift.Sendable {")
+            lines.append("        \(access)let index = StrataRecords.RecordIndex<\(type)>(\(literal(index.name)), \(components)\(options))")
             for length in 1...index.components.count {
                 let leading = index.components.prefix(length - 1)
                 let last = index.components[length - 1]
                 let plain = leading.map { "\($0.name): \($0.element)" }
-                let chain = "Strata.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
-                let comparison = (plain + ["\(last.name): Strata.Comparison<\(last.element)>"]).joined(separator: ", ")
+                let chain = "StrataRecords.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
+                let comparison = (plain + ["\(last.name): StrataRecords.Comparison<\(last.element)>"]).joined(separator: ", ")
                 let equal = (plain + ["\(last.name): \(last.element)"]).joined(separator: ", ")
                 // Equalities encode their values straight into the transaction's buffers (no query value).
                 let values = "{ " + index.components.prefix(length).map { "$0.append(\($0.name))" }.joined(separator: "; ") + " }"
@@ -88,11 +88,11 @@ struct Generator {
                     lines.append(isEqual ? "            try index.select(in: __ctx, limit: __limit, order: __order, equal: \(values))"
                                          : "            try index.select(in: __ctx, \(query), limit: __limit, order: __order)")
                     lines.append("        }")
-                    lines.append("        \(access)func count(\(ctx), \(parameters)) throws -> Int {")
+                    lines.append("        \(access)func count(\(ctx), \(parameters)) throws -> Swift.Int {")
                     lines.append(isEqual ? "            try index.count(in: __ctx, equal: \(values))" : "            try index.count(in: __ctx, \(query))")
                     lines.append("        }")
-                    lines.append("        \(access)func query(\(parameters)) -> Strata.Query<\(type)> {")
-                    lines.append("            Strata.Query(index: index, \(query))")
+                    lines.append("        \(access)func query(\(parameters)) -> StrataRecords.Query<\(type)> {")
+                    lines.append("            StrataRecords.Query(index: index, \(query))")
                     lines.append("        }")
                 }
             }
@@ -102,15 +102,15 @@ struct Generator {
                 for end in (start + 1)...index.components.count {
                     let given = index.components[start..<end]
                     let plainLast = given.map { "\($0.name): \($0.element)" }.joined(separator: ", ")
-                    let comparedLast = (given.dropLast().map { "\($0.name): \($0.element)" } + ["\(given.last!.name): Strata.Comparison<\(given.last!.element)>"])
+                    let comparedLast = (given.dropLast().map { "\($0.name): \($0.element)" } + ["\(given.last!.name): StrataRecords.Comparison<\(given.last!.element)>"])
                         .joined(separator: ", ")
                     for shape in [plainLast, comparedLast] {
                         lines.append("        @available(*, unavailable, message: \(message))")
-                        lines.append("        \(access)func select(\(ctx), \(selectParameters(shape))) throws -> [\(type)] { fatalError() }")
+                        lines.append("        \(access)func select(\(ctx), \(selectParameters(shape))) throws -> [\(type)] { Swift.fatalError() }")
                         lines.append("        @available(*, unavailable, message: \(message))")
-                        lines.append("        \(access)func count(\(ctx), \(shape)) throws -> Int { fatalError() }")
+                        lines.append("        \(access)func count(\(ctx), \(shape)) throws -> Swift.Int { Swift.fatalError() }")
                         lines.append("        @available(*, unavailable, message: \(message))")
-                        lines.append("        \(access)func query(\(shape)) -> Strata.Query<\(type)> { fatalError() }")
+                        lines.append("        \(access)func query(\(shape)) -> StrataRecords.Query<\(type)> { Swift.fatalError() }")
                     }
                 }
             }
@@ -123,19 +123,19 @@ struct Generator {
             } else {
                 let message = literal("fetch needs a unique index: \(index.name) is not unique (declare it with unique: true, or use select)")
                 lines.append("        @available(*, unavailable, message: \(message))")
-                lines.append("        \(access)func fetch(\(ctx), \(whole)) throws -> \(type)? { fatalError() }")
+                lines.append("        \(access)func fetch(\(ctx), \(whole)) throws -> \(type)? { Swift.fatalError() }")
             }
             lines.append("    }")
             lines.append("    \(access)static let \(index.name) = \(wrapper)()")
         }
-        lines.append("    \(access)static let indexes: [Strata.RecordIndex<\(type)>] = [" + indexes.map { "\($0.name).index" }.joined(separator: ", ") + "]")
+        lines.append("    \(access)static let indexes: [StrataRecords.RecordIndex<\(type)>] = [" + indexes.map { "\($0.name).index" }.joined(separator: ", ") + "]")
         return lines
     }
 
     /// The record's complete key as a value (Empire's `IndexKey`), and the record's own.
     private func indexKey() -> [String] {
         let parameters = keys.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
-        var lines = ["", "    \(access)struct IndexKey: Strata.RecordKey, Hashable\(sendable ? ", Sendable" : "") {"]
+        var lines = ["", "    \(access)struct IndexKey: StrataRecords.RecordKey, Swift.Hashable\(sendable ? ", Swift.Sendable" : "") {"]
         lines += keys.map { "        \(access)let \($0.name): \($0.type)" }
         lines.append("        \(access)init(\(parameters)) {")
         lines += keys.map { "            self.\($0.name) = \($0.name)" }
@@ -156,8 +156,8 @@ struct Generator {
     /// overloads that say what to do instead.
     private func queries() -> [String] {
         var lines: [String] = []
-        let ctx = "in __ctx: Strata.TransactionContext"
-        let paging = "limit __limit: Int? = nil, order __order: Strata.Order? = nil"
+        let ctx = "in __ctx: StrataRecords.TransactionContext"
+        let paging = "limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil"
         // Empire puts `limit` first. A key component named `limit` or `order` would then bind to
         // the paging parameter (argument labels match left to right), so such a type keeps them last.
         let pagingFirst = !keys.contains { $0.name == "limit" || $0.name == "order" }
@@ -166,8 +166,8 @@ struct Generator {
             let leading = keys.prefix(length - 1)
             let last = keys[length - 1]
             let plain = leading.map { "\($0.name): \($0.type)" }
-            let chain = "Strata.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
-            let comparison = (plain + ["\(last.name): Strata.Comparison<\(last.type)>"]).joined(separator: ", ")
+            let chain = "StrataRecords.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
+            let comparison = (plain + ["\(last.name): StrataRecords.Comparison<\(last.type)>"]).joined(separator: ", ")
             let equal = (plain + ["\(last.name): \(last.type)"]).joined(separator: ", ")
             let byComparison = chain + ".then(\(last.name))"
             let byValue = chain + ".equal(\(last.name))"
@@ -178,20 +178,20 @@ struct Generator {
             lines.append("    \(access)static func select(\(ctx), \(selectParameters(equal))) throws -> [Self] {")
             lines.append("        try __ctx.select(Self.self, \(byValue), limit: __limit, order: __order)")
             lines.append("    }")
-            lines.append("    \(access)static func count(\(ctx), \(comparison)) throws -> Int {")
+            lines.append("    \(access)static func count(\(ctx), \(comparison)) throws -> Swift.Int {")
             lines.append("        try __ctx.count(Self.self, \(byComparison))")
             lines.append("    }")
-            lines.append("    \(access)static func count(\(ctx), \(equal)) throws -> Int {")
+            lines.append("    \(access)static func count(\(ctx), \(equal)) throws -> Swift.Int {")
             lines.append("        try __ctx.count(Self.self, \(byValue))")
             lines.append("    }")
-            lines.append("    \(access)static func query(\(comparison)) -> Strata.Query<Self> {")
-            lines.append("        Strata.Query(\(byComparison))")
+            lines.append("    \(access)static func query(\(comparison)) -> StrataRecords.Query<Self> {")
+            lines.append("        StrataRecords.Query(\(byComparison))")
             lines.append("    }")
-            lines.append("    \(access)static func query(\(equal)) -> Strata.Query<Self> {")
-            lines.append("        Strata.Query(\(byValue))")
+            lines.append("    \(access)static func query(\(equal)) -> StrataRecords.Query<Self> {")
+            lines.append("        StrataRecords.Query(\(byValue))")
             lines.append("    }")
             lines.append("    @discardableResult")
-            lines.append("    \(access)static func delete(\(ctx), \(equal)) throws -> Int {")
+            lines.append("    \(access)static func delete(\(ctx), \(equal)) throws -> Swift.Int {")
             lines.append("        try __ctx.delete(Self.self, \(byValue))")
             lines.append("    }")
         }
@@ -203,23 +203,23 @@ struct Generator {
             for end in (start + 1)...keys.count {
                 let given = keys[start..<end]
                 let plainLast = given.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
-                let comparedLast = (given.dropLast().map { "\($0.name): \($0.type)" } + ["\(given.last!.name): Strata.Comparison<\(given.last!.type)>"])
+                let comparedLast = (given.dropLast().map { "\($0.name): \($0.type)" } + ["\(given.last!.name): StrataRecords.Comparison<\(given.last!.type)>"])
                     .joined(separator: ", ")
                 for shape in [plainLast, comparedLast] {
                     lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func select(\(ctx), \(selectParameters(shape))) throws -> [Self] { fatalError() }")
+                    lines.append("    \(access)static func select(\(ctx), \(selectParameters(shape))) throws -> [Self] { Swift.fatalError() }")
                     lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func count(\(ctx), \(shape)) throws -> Int { fatalError() }")
+                    lines.append("    \(access)static func count(\(ctx), \(shape)) throws -> Swift.Int { Swift.fatalError() }")
                     lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func query(\(shape)) -> Strata.Query<Self> { fatalError() }")
+                    lines.append("    \(access)static func query(\(shape)) -> StrataRecords.Query<Self> { Swift.fatalError() }")
                 }
                 lines.append("    @available(*, unavailable, message: \(message))")
-                lines.append("    \(access)static func delete(\(ctx), \(plainLast)) throws -> Int { fatalError() }")
+                lines.append("    \(access)static func delete(\(ctx), \(plainLast)) throws -> Swift.Int { Swift.fatalError() }")
                 if end == keys.count {
                     lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func fetch(\(ctx), \(plainLast)) throws -> Self? { fatalError() }")
+                    lines.append("    \(access)static func fetch(\(ctx), \(plainLast)) throws -> Self? { Swift.fatalError() }")
                     lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func exists(\(ctx), \(plainLast)) throws -> Bool { fatalError() }")
+                    lines.append("    \(access)static func exists(\(ctx), \(plainLast)) throws -> Swift.Bool { Swift.fatalError() }")
                 }
             }
         }
@@ -229,9 +229,9 @@ struct Generator {
             let message = literal("fetch and exists take the whole key: add \(missing) (select finds records by part of the key)")
             let given = keys.prefix(length).map { "\($0.name): \($0.type)" }.joined(separator: ", ")
             lines.append("    @available(*, unavailable, message: \(message))")
-            lines.append("    \(access)static func fetch(\(ctx), \(given)) throws -> Self? { fatalError() }")
+            lines.append("    \(access)static func fetch(\(ctx), \(given)) throws -> Self? { Swift.fatalError() }")
             lines.append("    @available(*, unavailable, message: \(message))")
-            lines.append("    \(access)static func exists(\(ctx), \(given)) throws -> Bool { fatalError() }")
+            lines.append("    \(access)static func exists(\(ctx), \(given)) throws -> Swift.Bool { Swift.fatalError() }")
         }
         // A query on a field: only the key can be queried.
         let keyNames = keys.map(\.name).joined(separator: ", ")
@@ -241,11 +241,11 @@ struct Generator {
                 + (indexed.map { ", or through its index: \($0.name).select(in:\($0.components[0].name):)" } ?? ""))
             let parameter = "\(field.name): \(field.type)"
             lines.append("    @available(*, unavailable, message: \(message))")
-            lines.append("    \(access)static func select(\(ctx), \(selectParameters(parameter))) throws -> [Self] { fatalError() }")
+            lines.append("    \(access)static func select(\(ctx), \(selectParameters(parameter))) throws -> [Self] { Swift.fatalError() }")
             lines.append("    @available(*, unavailable, message: \(message))")
-            lines.append("    \(access)static func count(\(ctx), \(parameter)) throws -> Int { fatalError() }")
+            lines.append("    \(access)static func count(\(ctx), \(parameter)) throws -> Swift.Int { Swift.fatalError() }")
             lines.append("    @available(*, unavailable, message: \(message))")
-            lines.append("    \(access)static func query(\(parameter)) -> Strata.Query<Self> { fatalError() }")
+            lines.append("    \(access)static func query(\(parameter)) -> StrataRecords.Query<Self> { Swift.fatalError() }")
         }
         let whole = keys.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
         let key = "IndexKey(" + keys.map { "\($0.name): \($0.name)" }.joined(separator: ", ") + ")"
@@ -253,7 +253,7 @@ struct Generator {
         lines.append("    \(access)static func fetch(\(ctx), \(whole)) throws -> Self? {")
         lines.append("        try __ctx.fetch(Self.self, key: \(key))")
         lines.append("    }")
-        lines.append("    \(access)static func exists(\(ctx), \(whole)) throws -> Bool {")
+        lines.append("    \(access)static func exists(\(ctx), \(whole)) throws -> Swift.Bool {")
         lines.append("        try __ctx.exists(Self.self, key: \(key))")
         lines.append("    }")
         return lines
@@ -262,8 +262,8 @@ struct Generator {
     /// The expression for a field's format in `recordType`.
     private func format(of field: StoredProperty) -> String {
         switch field.storage {
-        case .value: return "Strata.FieldFormat.of(\(field.type).self)"
-        case .json: return "Strata.FieldFormat.json"
+        case .value: return "StrataRecords.FieldFormat.of(\(field.type).self)"
+        case .json: return "StrataRecords.FieldFormat.json"
         case .codec(let codec): return "\(codec).format"
         }
     }

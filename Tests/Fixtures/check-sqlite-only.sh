@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds Tests/Fixtures/SQLiteOnly, a package depending on StrataRecords and StrataSQLite only, from
+# Builds Tests/Fixtures/SQLiteOnly, a package depending on StrataRecords, StrataMacros (records
+# declared with @IndexKeyRecord and @Index, imported without the umbrella module) and StrataSQLite, from
 # scratch, and checks that nothing of LMDB or LevelDB is built or linked: the build's commands
 # compile StrataSQLite but never mention CLMDB, CLevelDB, StrataLMDB or StrataLevelDB, and ldd of
 # the binary shows libsqlite3 but neither liblmdb nor libleveldb. Run by make test.

@@ -19,17 +19,17 @@ final class ExpansionTests: XCTestCase {
                 var label: String?
             }
 
-            extension Tag: Strata.Record {
-                static let recordType = Strata.RecordType(
+            extension Tag: StrataRecords.Record {
+                static let recordType = StrataRecords.RecordType(
                     keyspace: "Tag",
                     key: [("id", Int.self)],
-                    fields: [("label", Strata.FieldFormat.of(String?.self))], formatOneVersion: 491673542)
+                    fields: [("label", StrataRecords.FieldFormat.of(String?.self))], formatOneVersion: 491673542)
 
                 func writeKey(to key: inout StrataKeyCodec.KeyWriter) {
                     key.append(self.id)
                 }
 
-                struct IndexKey: Strata.RecordKey, Hashable {
+                struct IndexKey: StrataRecords.RecordKey, Swift.Hashable {
                     let id: Int
                     init(id: Int) {
                         self.id = id
@@ -43,54 +43,54 @@ final class ExpansionTests: XCTestCase {
                     IndexKey(id: self.id)
                 }
 
-                func writeFields(to fields: inout Strata.FieldWriter) {
+                func writeFields(to fields: inout StrataRecords.FieldWriter) {
                     fields.write(self.label)
                 }
 
-                init(key: inout StrataKeyCodec.KeyReader, fields: inout Strata.FieldReader) throws {
+                init(key: inout StrataKeyCodec.KeyReader, fields: inout StrataRecords.FieldReader) throws {
                     self.id = try key.read(Int.self)
                     self.label = try fields.read(String?.self)
                 }
 
-                static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, id: Strata.Comparison<Int>) throws -> [Self] {
-                    try __ctx.select(Self.self, Strata.RecordQuery.all.then(id), limit: __limit, order: __order)
+                static func select(in __ctx: StrataRecords.TransactionContext, limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil, id: StrataRecords.Comparison<Int>) throws -> [Self] {
+                    try __ctx.select(Self.self, StrataRecords.RecordQuery.all.then(id), limit: __limit, order: __order)
                 }
-                static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, id: Int) throws -> [Self] {
-                    try __ctx.select(Self.self, Strata.RecordQuery.all.equal(id), limit: __limit, order: __order)
+                static func select(in __ctx: StrataRecords.TransactionContext, limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil, id: Int) throws -> [Self] {
+                    try __ctx.select(Self.self, StrataRecords.RecordQuery.all.equal(id), limit: __limit, order: __order)
                 }
-                static func count(in __ctx: Strata.TransactionContext, id: Strata.Comparison<Int>) throws -> Int {
-                    try __ctx.count(Self.self, Strata.RecordQuery.all.then(id))
+                static func count(in __ctx: StrataRecords.TransactionContext, id: StrataRecords.Comparison<Int>) throws -> Swift.Int {
+                    try __ctx.count(Self.self, StrataRecords.RecordQuery.all.then(id))
                 }
-                static func count(in __ctx: Strata.TransactionContext, id: Int) throws -> Int {
-                    try __ctx.count(Self.self, Strata.RecordQuery.all.equal(id))
+                static func count(in __ctx: StrataRecords.TransactionContext, id: Int) throws -> Swift.Int {
+                    try __ctx.count(Self.self, StrataRecords.RecordQuery.all.equal(id))
                 }
-                static func query(id: Strata.Comparison<Int>) -> Strata.Query<Self> {
-                    Strata.Query(Strata.RecordQuery.all.then(id))
+                static func query(id: StrataRecords.Comparison<Int>) -> StrataRecords.Query<Self> {
+                    StrataRecords.Query(StrataRecords.RecordQuery.all.then(id))
                 }
-                static func query(id: Int) -> Strata.Query<Self> {
-                    Strata.Query(Strata.RecordQuery.all.equal(id))
+                static func query(id: Int) -> StrataRecords.Query<Self> {
+                    StrataRecords.Query(StrataRecords.RecordQuery.all.equal(id))
                 }
                 @discardableResult
-                static func delete(in __ctx: Strata.TransactionContext, id: Int) throws -> Int {
-                    try __ctx.delete(Self.self, Strata.RecordQuery.all.equal(id))
+                static func delete(in __ctx: StrataRecords.TransactionContext, id: Int) throws -> Swift.Int {
+                    try __ctx.delete(Self.self, StrataRecords.RecordQuery.all.equal(id))
                 }
                 @available(*, unavailable, message: "'label' is a field, not part of the key: queries select by the key (id)")
-                static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, label: String?) throws -> [Self] {
-                    fatalError()
+                static func select(in __ctx: StrataRecords.TransactionContext, limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil, label: String?) throws -> [Self] {
+                    Swift.fatalError()
                 }
                 @available(*, unavailable, message: "'label' is a field, not part of the key: queries select by the key (id)")
-                static func count(in __ctx: Strata.TransactionContext, label: String?) throws -> Int {
-                    fatalError()
+                static func count(in __ctx: StrataRecords.TransactionContext, label: String?) throws -> Swift.Int {
+                    Swift.fatalError()
                 }
                 @available(*, unavailable, message: "'label' is a field, not part of the key: queries select by the key (id)")
-                static func query(label: String?) -> Strata.Query<Self> {
-                    fatalError()
+                static func query(label: String?) -> StrataRecords.Query<Self> {
+                    Swift.fatalError()
                 }
 
-                static func fetch(in __ctx: Strata.TransactionContext, id: Int) throws -> Self? {
+                static func fetch(in __ctx: StrataRecords.TransactionContext, id: Int) throws -> Self? {
                     try __ctx.fetch(Self.self, key: IndexKey(id: id))
                 }
-                static func exists(in __ctx: Strata.TransactionContext, id: Int) throws -> Bool {
+                static func exists(in __ctx: StrataRecords.TransactionContext, id: Int) throws -> Swift.Bool {
                     try __ctx.exists(Self.self, key: IndexKey(id: id))
                 }
             }
@@ -116,7 +116,7 @@ final class ExpansionTests: XCTestCase {
         let lines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         // Key in the attribute's order, whatever the declaration order.
         XCTAssert(lines.contains(#"key: [("lastName", String.self), ("firstName", String.self)],"#))
-        XCTAssert(lines.contains(#"fields: [("tags", Strata.FieldFormat.of([String: Int].self)), ("email", Strata.FieldFormat.of(String?.self)), ("born", Strata.FieldFormat.of(Date.self))], formatOneVersion: \#(versionOf(source)))"#))
+        XCTAssert(lines.contains(#"fields: [("tags", StrataRecords.FieldFormat.of([String: Int].self)), ("email", StrataRecords.FieldFormat.of(String?.self)), ("born", StrataRecords.FieldFormat.of(Date.self))], formatOneVersion: \#(versionOf(source)))"#))
         // Key in the attribute's order, in the record's writeKey and in IndexKey's.
         XCTAssertEqual(lines.filter { $0.hasPrefix("key.append") }, ["key.append(self.lastName)", "key.append(self.firstName)", "key.append(self.lastName)", "key.append(self.firstName)"])
         XCTAssert(lines.contains("var indexKey: IndexKey {") && lines.contains("IndexKey(lastName: self.lastName, firstName: self.firstName)"))
@@ -125,15 +125,15 @@ final class ExpansionTests: XCTestCase {
         XCTAssertEqual(lines.filter { $0.hasPrefix("fields.write") }, ["fields.write(self.tags)", "fields.write(self.email)", "fields.write(self.born)"])
         XCTAssertEqual(lines.filter { $0.contains("fields.read") }, ["self.tags = try fields.read([String: Int].self)", "self.email = try fields.read(String?.self)", "self.born = try fields.read(Date.self)"])
         // Every prefix: select and count with a comparison or a value on its last component.
-        XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, lastName: String, firstName: Strata.Comparison<String>) throws -> [Self] {"))
-        XCTAssert(lines.contains("try __ctx.select(Self.self, Strata.RecordQuery.all.equal(lastName).then(firstName), limit: __limit, order: __order)"))
-        XCTAssert(lines.contains("static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, lastName: Strata.Comparison<String>) throws -> [Self] {"))
-        XCTAssert(lines.contains("static func delete(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Int {"))
-        XCTAssert(lines.contains("static func count(in __ctx: Strata.TransactionContext, lastName: String) throws -> Int {"))
+        XCTAssert(lines.contains("static func select(in __ctx: StrataRecords.TransactionContext, limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil, lastName: String, firstName: StrataRecords.Comparison<String>) throws -> [Self] {"))
+        XCTAssert(lines.contains("try __ctx.select(Self.self, StrataRecords.RecordQuery.all.equal(lastName).then(firstName), limit: __limit, order: __order)"))
+        XCTAssert(lines.contains("static func select(in __ctx: StrataRecords.TransactionContext, limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil, lastName: StrataRecords.Comparison<String>) throws -> [Self] {"))
+        XCTAssert(lines.contains("static func delete(in __ctx: StrataRecords.TransactionContext, lastName: String, firstName: String) throws -> Swift.Int {"))
+        XCTAssert(lines.contains("static func count(in __ctx: StrataRecords.TransactionContext, lastName: String) throws -> Swift.Int {"))
         // The whole key: fetch and exists. A misplaced comparison needs no overload of its own (the
         // record layer's unavailable comparison members explain it; see Tests/CompileChecks).
-        XCTAssert(lines.contains("static func fetch(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Self? {"))
-        XCTAssert(lines.contains("static func exists(in __ctx: Strata.TransactionContext, lastName: String, firstName: String) throws -> Bool {"))
+        XCTAssert(lines.contains("static func fetch(in __ctx: StrataRecords.TransactionContext, lastName: String, firstName: String) throws -> Self? {"))
+        XCTAssert(lines.contains("static func exists(in __ctx: StrataRecords.TransactionContext, lastName: String, firstName: String) throws -> Swift.Bool {"))
         // Unavailable overloads that explain: skipping lastName (select, count and query, plain or
         // comparison; delete, fetch, exists: 9), fetch and exists without firstName (2), a query on
         // one of the 3 fields (select, count, query: 9).
@@ -170,8 +170,8 @@ final class ExpansionTests: XCTestCase {
             """)
         XCTAssert(source.contains("public static let recordType"))
         XCTAssert(source.contains("public init(key: inout StrataKeyCodec.KeyReader"))
-        XCTAssert(source.contains("public static func select(in __ctx: Strata.TransactionContext, limit __limit: Int? = nil, order __order: Strata.Order? = nil, id: Int"))
-        XCTAssert(source.contains("public struct IndexKey: Strata.RecordKey, Hashable {") && source.contains("public let id: Int") && source.contains("public init(id: Int)"))
+        XCTAssert(source.contains("public static func select(in __ctx: StrataRecords.TransactionContext, limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil, id: Int"))
+        XCTAssert(source.contains("public struct IndexKey: StrataRecords.RecordKey, Swift.Hashable {") && source.contains("public let id: Int") && source.contains("public init(id: Int)"))
         XCTAssert(source.contains("public var indexKey: IndexKey"))
         XCTAssert(!source.contains("Sendable"))
     }
@@ -183,8 +183,8 @@ final class ExpansionTests: XCTestCase {
                 public let id: Int
             }
             """)
-        XCTAssert(source.contains("extension Tag: Strata.Record, Sendable {"))
-        XCTAssert(source.contains("public struct IndexKey: Strata.RecordKey, Hashable, Sendable {"))
+        XCTAssert(source.contains("extension Tag: StrataRecords.Record, Swift.Sendable {"))
+        XCTAssert(source.contains("public struct IndexKey: StrataRecords.RecordKey, Swift.Hashable, Swift.Sendable {"))
     }
 
     func testKeysNamedLimitOrOrderKeepPagingLast() {
@@ -194,7 +194,7 @@ final class ExpansionTests: XCTestCase {
                 let limit: Int
             }
             """)
-        XCTAssert(source.contains("static func select(in __ctx: Strata.TransactionContext, limit: Int, limit __limit: Int? = nil, order __order: Strata.Order? = nil) throws -> [Self] {"))
+        XCTAssert(source.contains("static func select(in __ctx: StrataRecords.TransactionContext, limit: Int, limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil) throws -> [Self] {"))
     }
 
     func testExplicitKeyspaceAndVersion() {
@@ -224,7 +224,7 @@ final class ExpansionTests: XCTestCase {
         XCTAssertEqual(lines.filter { $0.contains("fields.read") },
                        ["self.payload = try fields.readJSON(Payload.self)", "self.temperature = try fields.read(codec: Celsius.self)",
                         "self.note = try fields.read(String.self)"])
-        XCTAssert(source.contains(#"fields: [("payload", Strata.FieldFormat.json), ("temperature", Celsius.format), ("note", Strata.FieldFormat.of(String.self))]"#))
+        XCTAssert(source.contains(#"fields: [("payload", StrataRecords.FieldFormat.json), ("temperature", Celsius.format), ("note", StrataRecords.FieldFormat.of(String.self))]"#))
     }
 
     func testFormatOneVersionIgnoresFormattingButNotNamesOrTypes() {
