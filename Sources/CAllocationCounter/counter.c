@@ -9,7 +9,18 @@
 #include <stddef.h>
 #include <errno.h>
 
-#if defined(__GLIBC__)
+// A sanitizer replaces malloc and free itself: glibc's __libc_free must never see its blocks,
+// so under one the interposer is left out and the count reads 0.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define STRATA_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STRATA_SANITIZED 1
+#endif
+
+#if defined(__GLIBC__) && !defined(STRATA_SANITIZED)
 #include <malloc.h>
 #include <stdatomic.h>
 

@@ -89,3 +89,7 @@ final class BackgroundProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 }
+
+/// Set by `make sanitize` (the value names the sanitizer). A few tests measure what a sanitizer
+/// changes by design (the heap, the address space) and are disabled under one, each saying why.
+let sanitizer: String? = ProcessInfo.processInfo.environment["STRATA_SANITIZER"]

@@ -4,7 +4,8 @@
 
 /// Heap allocations (malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign) made by
 /// the whole process since it started, counted by the interposer linked into the executable.
-/// Returns 0 forever when the interposer is not active (it only is on glibc).
+/// Returns 0 forever when the interposer is not active (it only is on glibc, and never under a
+/// sanitizer, which replaces malloc itself).
 uint64_t strata_allocation_count(void);
 
 /// Bytes currently allocated on the heap, from mallinfo2: uordblks + hblkhd, the arena and the

@@ -175,11 +175,14 @@ struct PowerLossCheck: ParsableCommand {
     @Option var path: String
     @Option(help: "Acknowledged commits when the power was lost.") var acknowledged: UInt64
     @Flag(help: "Relaxed durability: a consistent earlier state is enough.") var relaxed = false
-    @Option(help: ArgumentHelp("crash: die of SIGSEGV before opening (proves a crash is reported).", visibility: .hidden))
+    @Option(help: ArgumentHelp("crash: die of SIGABRT before opening (proves a crash is reported).", visibility: .hidden))
     var injectFault: String?
 
     func run() {
-        if injectFault == "crash" { raise(SIGSEGV) }
+        // abort() (SIGABRT), not SIGSEGV: AddressSanitizer (make sanitize) turns a SIGSEGV into a
+        // report and exit code 1, where the harness must see a death by signal. abort() also
+        // unblocks SIGABRT, which a parent (the test runner) may leave blocked across exec.
+        if injectFault == "crash" { abort() }
         say(Self.prefix + verdict().joined(separator: " ").replacingOccurrences(of: "\n", with: " "))
     }
 
