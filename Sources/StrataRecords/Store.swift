@@ -22,6 +22,8 @@ public final class Store: Sendable {
     @usableFromInline let catalog = Catalog()
     /// Defects the tests switch on to prove that their checks catch them.
     @_spi(Testing) public let faults = Faults()
+    /// Who is told of committed changes (``add(observer:)``).
+    @usableFromInline let observers = ObserverRegistry()
 
     /// Opens (with `.create`, creates) a store on `engine`: `.lmdb(path:)`, `.leveldb(path:)`,
     /// `.sqlite(path:)` and `.memory` come with their adapter modules (all of them with `import
@@ -64,7 +66,18 @@ public final class Store: Sendable {
     /// `delete` returns whether it deleted).
     @discardableResult
     public func withTransaction<R>(_ body: (TransactionContext) throws -> R) throws -> R {
-        try engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
+        guard observers.isObserved else {
+            return try engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
+        }
+        let observed = ObservedWrite(observers)
+        do {
+            let result = try engine.write { tx in try observed.run(body, TransactionContext(store: self, reader: tx, writer: tx)) }
+            observed.finish(committed: true)
+            return result
+        } catch {
+            observed.finish(committed: false)
+            throw error
+        }
     }
 
     /// Runs `body` in a read-only transaction that sees one snapshot.
@@ -79,7 +92,18 @@ public final class Store: Sendable {
     /// code cannot be interrupted) and commits or rolls back as usual.
     @discardableResult
     public func withTransaction<R: Sendable>(_ body: @Sendable (TransactionContext) throws -> R) async throws -> R {
-        try await engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
+        guard observers.isObserved else {
+            return try await engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
+        }
+        let observed = ObservedWrite(observers)
+        do {
+            let result = try await engine.write { tx in try observed.run(body, TransactionContext(store: self, reader: tx, writer: tx)) }
+            observed.finish(committed: true)
+            return result
+        } catch {
+            observed.finish(committed: false)
+            throw error
+        }
     }
 
     /// ``withReadTransaction(_:)-30s1c`` from async code; cancellation as for ``withTransaction(_:)-62v3j``.

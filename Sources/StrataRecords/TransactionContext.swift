@@ -27,6 +27,9 @@ public final class TransactionContext {
     @exclusivity(unchecked) @usableFromInline var spareBuffer: [UInt8]?
     /// The entry keys of an indexed write, reused from one write to the next.
     @exclusivity(unchecked) @usableFromInline var entryWrites: EntryWrites?
+    /// The record changes this transaction made, in order, when an observer is registered
+    /// (``TransactionObserver``); `nil` otherwise, and then nothing is recorded.
+    @exclusivity(unchecked) @usableFromInline var changes: [RecordChange]?
 
     init(store: Store, reader: any KeyValueReader, writer: (any KeyValueWriter)?) {
         self.store = store
@@ -52,8 +55,14 @@ public final class TransactionContext {
         defer { swap(&buffer, &recordBuffer) }
         let keyLength = try encodeRecord(record, into: &buffer.writer, prefixOf: &buffer.prefixOf)
         if indexed {
-            return try insertIndexed(record, key: buffer.writer.bytes[..<keyLength], value: buffer.writer.bytes[keyLength...],
-                                     indexes: prepare(R.self), writer: writer)
+            let replaced = try insertIndexed(record, key: buffer.writer.bytes[..<keyLength], value: buffer.writer.bytes[keyLength...],
+                                             indexes: prepare(R.self), writer: writer)
+            if changes != nil { recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert) }
+            return
+        }
+        if changes != nil {
+            let replaced = try buffer.writer.bytes.withUnsafeBytes { try reader.withValue(forKey: UnsafeRawBufferPointer(rebasing: $0[..<keyLength])) { $0 != nil } }
+            recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert)
         }
         try buffer.writer.bytes.withUnsafeBytes { stored in
             try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
@@ -96,10 +105,20 @@ public final class TransactionContext {
     public func delete<R: Record>(_ record: R) throws -> Bool {
         let writer = try writable()
         let indexes = try prepare(R.self)
-        let key = try encodeKey(record)
-        if !indexes.isEmpty { return try deleteIndexed(R.self, key: key, indexes: indexes, writer: writer) }
-        guard try reader.exists(key) else { return false }
-        try writer.delete(key)
+        return try delete(R.self, key: try encodeKey(record), indexes: indexes, writer: writer)
+    }
+
+    /// Deletes the record stored as `key` (keyspace prefix included) and its index entries;
+    /// returns whether there was one.
+    @inlinable
+    func delete<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
+        if !indexes.isEmpty {
+            guard try deleteIndexed(R.self, key: key, indexes: indexes, writer: writer) else { return false }
+        } else {
+            guard try reader.exists(key) else { return false }
+            try writer.delete(key)
+        }
+        if changes != nil { recordChange(R.self, key: key, .delete) }
         return true
     }
 
@@ -112,9 +131,26 @@ public final class TransactionContext {
         try validate(query, for: R.self)
         var removed = 0
         for range in query.ranges(keyspacePrefix: prefix(R.self)) {
-            removed += indexes.isEmpty ? try writer.clear(range) : try clearIndexed(R.self, range, indexes: indexes, writer: writer)
+            if !indexes.isEmpty {
+                removed += try clearIndexed(R.self, range, indexes: indexes, writer: writer)
+                continue
+            }
+            if changes != nil {  // the keys the clear removes, read first
+                try reader.scan(range, reverse: false, limit: nil) { key, _ in
+                    recordChange(R.self, key: key, .delete)
+                    return true
+                }
+            }
+            removed += try writer.clear(range)
         }
         return removed
+    }
+
+    /// Records a change of the record of type `R` stored as `key` (keyspace prefix included);
+    /// called only when ``changes`` is recorded.
+    @usableFromInline
+    func recordChange<R: Record>(_: R.Type, key: some Collection<UInt8>, _ kind: RecordChange.Kind) {
+        changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(key.dropFirst(prefix(R.self).count))), kind: kind))
     }
 
     // MARK: Reading
@@ -172,10 +208,7 @@ public final class TransactionContext {
         var keyWriter = KeyWriter()
         keyWriter.write(contentsOf: prefix(R.self))
         key.writeKey(to: &keyWriter)
-        if !indexes.isEmpty { return try deleteIndexed(R.self, key: keyWriter.bytes, indexes: indexes, writer: writer) }
-        guard try reader.exists(keyWriter.bytes) else { return false }
-        try writer.delete(keyWriter.bytes)
-        return true
+        return try delete(R.self, key: keyWriter.bytes, indexes: indexes, writer: writer)
     }
 
     /// The records matching `query`, at most `limit`, in key order: nearest first without an

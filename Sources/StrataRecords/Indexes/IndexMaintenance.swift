@@ -62,12 +62,13 @@ extension RecordIndex {
 extension TransactionContext {
     /// `insert` of a type with indexes: checks unique indexes and entry lengths first, then writes
     /// the record, removes the old record's entries it no longer has and adds the new ones.
+    /// Returns whether it replaced a stored record.
     ///
     /// Inlinable, so that it is specialized for the record type: a single-valued index's entry
     /// is encoded straight into the transaction's reusable buffer (``EntryWrites``), and the old
     /// record's entry beside it for comparison.
     @inlinable
-    func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
+    func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
         // While a changed definition is built, its previous generation's entries are kept from the stored bytes.
         let keepsPrevious = indexes.contains { $0.previous != nil }
         let stored = try storedRecord(R.self, key: key, withValue: keepsPrevious)
@@ -118,6 +119,7 @@ extension TransactionContext {
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { try writer.put($0, forKey: k) } }
         try plan.apply(to: writer, value: value)
         for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
+        return old != nil
     }
 
     /// Throws ``RecordError/indexKeyTooLarge(type:index:length:limit:)`` for an entry key of `length` bytes over the limit.
@@ -252,6 +254,7 @@ extension TransactionContext {
             for (key, record, value) in batch {
                 try deleteEntries(of: record, key: key, value: value, indexes: indexes, writer: writer)
                 try writer.delete(key)
+                if changes != nil { recordChange(R.self, key: key, .delete) }
             }
             removed += batch.count
             remaining = remaining.above(batch[batch.count - 1].key)

@@ -1,0 +1,150 @@
+import Foundation
+
+/// One record change a committed transaction made: the record's type (its keyspace), its key and
+/// whether it was inserted, replaced or deleted.
+public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
+    /// What happened to the record.
+    public enum Kind: Sendable, Hashable {
+        /// No record had the key before.
+        case insert
+        /// A record with the key was replaced.
+        case update
+        /// The record with the key was deleted.
+        case delete
+    }
+
+    /// The keyspace of the record's type (``RecordType/keyspace``).
+    public let keyspace: String
+    /// The record's key components, without the keyspace.
+    public let key: EncodedIndexKey
+    /// Insert, update or delete.
+    public let kind: Kind
+
+    /// A change, as the write funnel records it.
+    public init(keyspace: String, key: EncodedIndexKey, kind: Kind) {
+        (self.keyspace, self.key, self.kind) = (keyspace, key, kind)
+    }
+
+    /// `insert Person 02 44 61 00 …`: the kind, the keyspace and the key's bytes in hex.
+    public var description: String {
+        "\(kind) \(keyspace) " + key.bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ")
+    }
+}
+
+/// Told of the record changes of each transaction of a ``Store`` that commits, after the engine's
+/// commit returns, in commit order (GRDB's `TransactionObserver`).
+///
+/// Register one with ``Store/add(observer:)``. It is told of the write transactions that begin
+/// after it is added and before it is removed:
+///
+/// - ``didCommit(_:)`` gets the committed transaction's changes in the order its body made them
+///   (a key written twice appears twice). Transactions that change no record are not reported.
+/// - A transaction that rolls back (its body threw, or the commit failed) is never reported.
+/// - Calls are serialized: one at a time, for all observers of the store, in commit order.
+/// - Only record writes through ``TransactionContext`` are changes: jobs that rewrite stored
+///   bytes without changing a record's value (index builds, migrations by ``Store/prepare(_:batchSize:)``,
+///   format upgrades) are not.
+///
+/// `didCommit` runs on the thread of a committing writer, which waits for it: keep it short, and
+/// hand work to another task. It must not run a transaction on the same store synchronously.
+public protocol TransactionObserver: AnyObject, Sendable {
+    /// The changes of one committed transaction, in the order they were made.
+    func didCommit(_ changes: [RecordChange])
+}
+
+/// The observers of one store, and the order their notifications go out in. A write transaction
+/// that records changes takes a ticket at the end of its body, while it holds the engine's writer
+/// gate, so tickets follow commit order in this process; each ticket is then finished, with the
+/// changes when the commit returned, without them when it did not, and finished tickets are
+/// delivered in ticket order.
+@usableFromInline
+final class ObserverRegistry: @unchecked Sendable {  // every field is guarded by `lock`
+    private let lock = NSLock()
+    /// Held while delivering, so deliveries never overlap (and so keep their order).
+    private let delivering = NSLock()
+    private var observers: [any TransactionObserver] = []
+    private var nextTicket: UInt64 = 0
+    private var nextDelivery: UInt64 = 0
+    private var finished: [UInt64: [RecordChange]] = [:]
+
+    /// Whether a write transaction beginning now must record its changes.
+    @usableFromInline var isObserved: Bool { lock.withLock { !observers.isEmpty } }
+
+    func add(_ observer: any TransactionObserver) {
+        lock.withLock { observers.append(observer) }
+    }
+
+    func remove(_ observer: any TransactionObserver) {
+        lock.withLock { observers.removeAll { $0 === observer } }
+    }
+
+    /// The next ticket; taken by a writer holding the engine's writer gate.
+    func ticket() -> UInt64 {
+        lock.withLock {
+            defer { nextTicket += 1 }
+            return nextTicket
+        }
+    }
+
+    /// Finishes `ticket` with the changes of a committed transaction (`[]` for one that did not
+    /// commit), then delivers every finished ticket that is next in order.
+    func finish(_ ticket: UInt64, _ changes: [RecordChange]) {
+        lock.withLock { finished[ticket] = changes }
+        delivering.withLock {
+            while let (changes, observers) = lock.withLock({ () -> ([RecordChange], [any TransactionObserver])? in
+                guard let changes = finished.removeValue(forKey: nextDelivery) else { return nil }
+                nextDelivery += 1
+                return (changes, self.observers)
+            }) {
+                guard !changes.isEmpty else { continue }
+                for observer in observers { observer.didCommit(changes) }
+            }
+        }
+    }
+}
+
+/// One observed write: its ticket and its changes, handed from the transaction's body to the
+/// store once the engine returns. Used by one thread at a time (the engine runs one body at a
+/// time, and returns after it).
+@usableFromInline
+final class ObservedWrite: @unchecked Sendable {
+    private var ticket: UInt64?
+    private var changes: [RecordChange] = []
+    private let registry: ObserverRegistry
+
+    init(_ registry: ObserverRegistry) { self.registry = registry }
+
+    /// Runs `body` on `ctx`, which records its changes, and takes the ticket once it returns (the
+    /// writer gate still held). A ticket left by an earlier run of the body (a retried
+    /// transaction) was not committed: it is finished empty first.
+    func run<R>(_ body: (TransactionContext) throws -> R, _ ctx: TransactionContext) throws -> R {
+        if let ticket { registry.finish(ticket, []) }
+        ticket = nil
+        ctx.changes = []
+        let result = try body(ctx)
+        changes = ctx.changes ?? []
+        ticket = registry.ticket()
+        return result
+    }
+
+    /// After the engine returned: the changes go out if it committed (`committed`), else nothing.
+    func finish(committed: Bool) {
+        guard let ticket else { return }
+        self.ticket = nil
+        registry.finish(ticket, committed ? changes : [])
+    }
+}
+
+extension Store {
+    /// Registers `observer`: it is told of the changes of every write transaction that begins
+    /// from now on and commits (``TransactionObserver``). The store keeps it until
+    /// ``remove(observer:)``.
+    public func add(observer: any TransactionObserver) {
+        observers.add(observer)
+    }
+
+    /// Stops telling `observer` of commits (a delivery under way still reaches it).
+    public func remove(observer: any TransactionObserver) {
+        observers.remove(observer)
+    }
+}
