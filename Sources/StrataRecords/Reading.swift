@@ -8,57 +8,51 @@ import StrataKeyCodec
 ///
 /// Without an explicit order a query returns the nearest records first (see ``Order``).
 public struct Query<R: Record>: Sendable {
+    /// How the query reads its records: a key scan or an index scan (``explain()`` prints it).
+    public let plan: any RecordPlan<R>
     /// The conditions on the key, or with ``index`` on the index's components.
-    public let recordQuery: RecordQuery
+    public var recordQuery: RecordQuery { plan.recordQuery }
     /// The index the query reads (``RecordIndex/query(_:)``), or `nil` for the key.
-    public let index: RecordIndex<R>?
+    public var index: RecordIndex<R>? { plan.index }
 
     /// A query on `R`'s key; with no argument, every record of `R`.
     public init(_ recordQuery: RecordQuery = .all) {
-        self.recordQuery = recordQuery
-        index = nil
+        plan = KeyScanPlan<R>(recordQuery)
     }
 
     /// A query on an index's components; pages continue after an index entry.
     public init(index: RecordIndex<R>, _ recordQuery: RecordQuery = .all) {
-        self.recordQuery = recordQuery
-        self.index = index
+        plan = IndexScanPlan(index, recordQuery)
     }
+
+    /// What the query reads, in one line: `key scan Person (lastName = "Dallas")`, `index scan
+    /// Person.byCityAge (city = "Paris", age > 30), a point read per entry`, `covering index scan
+    /// Person.byAge (age >= 45), records from the entries`.
+    public func explain() -> String { plan.description }
 
     /// The order used when none is given.
     public var defaultOrder: Order { recordQuery.defaultOrder }
 
     /// The matching records, at most `limit`.
     public func select(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil) throws -> [R] {
-        if let index { return try index.select(in: ctx, recordQuery, limit: limit, order: order) }
-        return try ctx.select(R.self, recordQuery, limit: limit, order: order)
+        try plan.select(in: ctx, limit: limit, order: order ?? defaultOrder)
     }
 
     /// How many records match (entries, on a multi-valued index).
     public func count(in ctx: TransactionContext) throws -> Int {
-        if let index { return try index.count(in: ctx, recordQuery) }
-        return try ctx.count(R.self, recordQuery)
+        try plan.count(in: ctx)
     }
 
     /// Visits the matching records one at a time, without collecting them; `body` returns
     /// `false` to stop.
     public func forEach(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil, _ body: (R) throws -> Bool) throws {
-        if let index { return try index.forEach(in: ctx, recordQuery, limit: limit, order: order, body) }
-        try ctx.forEach(R.self, recordQuery, limit: limit, order: order, body)
+        try plan.forEach(in: ctx, limit: limit, order: order ?? defaultOrder, body)
     }
 
     /// The primary keys of the matching records (their encoded components, without the
     /// keyspace), at most `limit`, without decoding the records (nor, on an index, reading them).
     public func primaryKeys(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil) throws -> [EncodedIndexKey] {
-        if let index { return try index.primaryKeys(in: ctx, recordQuery, limit: limit, order: order) }
-        let ranges = try ctx.checkedRanges(R.self, recordQuery)
-        let prefixLength = ctx.prefix(R.self).count
-        var keys: [EncodedIndexKey] = []
-        try ctx.scan(ranges, order: order ?? defaultOrder, limit: limit) { key, _ in
-            keys.append(EncodedIndexKey(bytes: Array(key[prefixLength...])))
-            return true
-        }
-        return keys
+        try plan.primaryKeys(in: ctx, limit: limit, order: order ?? defaultOrder)
     }
 
     /// One page: at most `limit` records after `token` (the previous page's ``Page/next``).
@@ -73,7 +67,7 @@ public struct Query<R: Record>: Sendable {
         var records: [R] = []
         records.reserveCapacity(Swift.min(limit, 1_024))
         var lastKey: [UInt8]?
-        try ctx.scanRecords(self, order: order, after: token?.position(for: self, order: order), limit: limit) { key, record in
+        try plan.scanRecords(in: ctx, order: order, after: token?.position(for: self, order: order), limit: limit) { key, record in
             records.append(record)
             if records.count == limit { lastKey = key() }
             return true
@@ -176,7 +170,7 @@ public final class RecordCursor<R: Record> {
             buffer.removeAll(keepingCapacity: true)
             position = 0
             var last: [UInt8]?
-            try ctx.scanRecords(query, order: order, after: lastKey, limit: batchSize) { key, record in
+            try query.plan.scanRecords(in: ctx, order: order, after: lastKey, limit: batchSize) { key, record in
                 buffer.append(record)
                 if buffer.count == batchSize { last = key() }
                 return true
@@ -226,33 +220,6 @@ public struct RecordStream<R: Record & Sendable>: AsyncSequence, Sendable {
             }
             defer { position += 1 }
             return buffer[position]
-        }
-    }
-}
-
-extension TransactionContext {
-    /// Visits the records of `query` in `order`, strictly after `position` (before it,
-    /// descending), at most `limit`. `position` and `key()` are keys without the keyspace prefix,
-    /// or on an index entry keys without the index's prefix.
-    func scanRecords<R: Record>(
-        _ query: Query<R>, order: Order, after position: [UInt8]?, limit: Int?,
-        _ body: (_ key: () -> [UInt8], R) throws -> Bool
-    ) throws {
-        if let index = query.index {
-            return try scanIndex(index, query.recordQuery, limit: limit, order: order, after: position) { entry, _, record in
-                try body({ Array(entry) }, record())
-            }
-        }
-        try prepare(R.self)
-        try validate(query.recordQuery, for: R.self)
-        let keyspacePrefix = prefix(R.self)
-        var ranges = query.recordQuery.ranges(keyspacePrefix: keyspacePrefix)
-        if let position {
-            let key = keyspacePrefix + position
-            ranges = ranges.map { order == .ascending ? $0.above(key) : $0.below(key) }
-        }
-        try scan(ranges, order: order, limit: limit) { key, value in
-            try body({ Array(key[keyspacePrefix.count...]) }, try decode(R.self, key: key, value: value))
         }
     }
 }

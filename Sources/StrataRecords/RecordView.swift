@@ -116,7 +116,6 @@ extension Query {
     /// Visits the matching records as views; see ``TransactionContext/forEachView(_:_:limit:order:_:)``.
     public func forEachView(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil,
                             _ body: (RecordView<R>) throws -> Bool) throws {
-        if let index { return try index.forEachView(in: ctx, recordQuery, limit: limit, order: order, body) }
-        try ctx.forEachView(R.self, recordQuery, limit: limit, order: order, body)
+        try plan.forEachView(in: ctx, limit: limit, order: order ?? defaultOrder, body)
     }
 }
