@@ -42,7 +42,7 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
 /// - A transaction that rolls back (its body threw, or the commit failed) is never reported.
 /// - Calls are serialized: one at a time, for all observers of the store, in commit order.
 /// - Only record writes through ``TransactionContext`` are changes: jobs that rewrite stored
-///   bytes without changing a record's value (index builds, migrations by ``Store/prepare(_:batchSize:)``,
+///   bytes without changing a record's value (index builds, migrations by ``Store/prepare(_:batchSize:onBatch:)``,
 ///   format upgrades) are not.
 ///
 /// `didCommit` runs on the thread of a committing writer, which waits for it: keep it short, and
