@@ -43,7 +43,7 @@ test: deps
 # module has a documentation comment. Archives in .build/plugins/Swift-DocC/outputs.
 DOC_TARGETS = $(LIBRARY_MODULES)
 LIBRARY_MODULES := StrataEngine StrataLMDB StrataLevelDB StrataSQLite StrataMemory StrataKeyCodec \
-  StrataRecords StrataMacros StrataBundledEngines Strata StrataConformance StrataRecordConformance \
+  StrataRecords StrataSchemaHash StrataMacros StrataBundledEngines Strata StrataConformance StrataRecordConformance \
   StrataEtcd StrataEtcdCluster StrataStoreTools
 docs: deps
 	swift package dump-symbol-graph --minimum-access-level public >/dev/null

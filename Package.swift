@@ -11,6 +11,7 @@
 //                         local clusters; Sources/strata-etcd is its tool (not built by `make run`)
 //   Sources/StrataKeyCodec the order-preserving codec for typed index keys
 //   Sources/CCRC32C       CRC-32C (hardware where the CPU has it), the record checksum
+//   Sources/StrataSchemaHash the hash of derived schema versions (the record layer and the macro plugin)
 //   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter);
 //                         RecordFormat.md is the on-disk format
 //   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin, swift-syntax)
@@ -83,12 +84,15 @@ let package = Package(
 
         // The record layer: records, Store (engine picked at init), typed queries. No adapter:
         // each engine's `Store(.x(…))` choice comes with its adapter module.
-        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C"]),
+        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C", "StrataSchemaHash"]),
+        // The hash of derived schema versions, shared by the record layer and the macro plugin.
+        .target(name: "StrataSchemaHash"),
 
         // The @IndexKeyRecord macro: the compiler plugin, and the library that declares it.
         .macro(
             name: "StrataMacrosPlugin",
             dependencies: [
+                "StrataSchemaHash",
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ]

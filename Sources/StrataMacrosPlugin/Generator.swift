@@ -60,7 +60,6 @@ struct Generator {
         guard !indexes.isEmpty else { return [] }
         var lines: [String] = [""]
         let ctx = "in __ctx: StrataRecords.TransactionContext"
-        let paging = "limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil"
         for index in indexes {
             let wrapper = index.name.prefix(1).uppercased() + index.name.dropFirst() + "Index"
             let components = index.components.map { component in
@@ -68,52 +67,17 @@ struct Generator {
                     : ".field(\(literal(component.name)), \\\(type).\(component.name))"
             }.joined(separator: ", ")
             let options = (index.unique ? ", unique: true" : "") + (index.covering ? ", covering: true" : "")
-            let pagingFirst = !index.components.contains { $0.name == "limit" || $0.name == "order" }
-            func selectParameters(_ given: String) -> String { pagingFirst ? "\(paging), \(given)" : "\(given), \(paging)" }
             lines.append("    /// The index `\(index.name)`: typed queries on \(index.components.map(\.name).joined(separator: ", ")).")
             lines.append("    \(access)struct \(wrapper): Swift.Sendable {")
             lines.append("        \(access)let index = StrataRecords.RecordIndex<\(type)>(\(literal(index.name)), \(components)\(options))")
-            for length in 1...index.components.count {
-                let leading = index.components.prefix(length - 1)
-                let last = index.components[length - 1]
-                let plain = leading.map { "\($0.name): \($0.element)" }
-                let chain = "StrataRecords.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
-                let comparison = (plain + ["\(last.name): StrataRecords.Comparison<\(last.element)>"]).joined(separator: ", ")
-                let equal = (plain + ["\(last.name): \(last.element)"]).joined(separator: ", ")
-                // Equalities encode their values straight into the transaction's buffers (no query value).
-                let values = "{ " + index.components.prefix(length).map { "$0.append(\($0.name))" }.joined(separator: "; ") + " }"
-                for (parameters, query) in [(comparison, chain + ".then(\(last.name))"), (equal, chain + ".equal(\(last.name))")] {
-                    let isEqual = parameters == equal
-                    lines.append("        \(access)func select(\(ctx), \(selectParameters(parameters))) throws -> [\(type)] {")
-                    lines.append(isEqual ? "            try index.select(in: __ctx, limit: __limit, order: __order, equal: \(values))"
-                                         : "            try index.select(in: __ctx, \(query), limit: __limit, order: __order)")
-                    lines.append("        }")
-                    lines.append("        \(access)func count(\(ctx), \(parameters)) throws -> Swift.Int {")
-                    lines.append(isEqual ? "            try index.count(in: __ctx, equal: \(values))" : "            try index.count(in: __ctx, \(query))")
-                    lines.append("        }")
-                    lines.append("        \(access)func query(\(parameters)) -> StrataRecords.Query<\(type)> {")
-                    lines.append("            StrataRecords.Query(index: index, \(query))")
-                    lines.append("        }")
-                }
-            }
-            for start in 1..<max(index.components.count, 1) {
-                let skipped = index.components.prefix(start).map(\.name).joined(separator: ", ")
-                let message = literal("a query on index \(index.name) gives its components in order without skipping any: add \(skipped) first")
-                for end in (start + 1)...index.components.count {
-                    let given = index.components[start..<end]
-                    let plainLast = given.map { "\($0.name): \($0.element)" }.joined(separator: ", ")
-                    let comparedLast = (given.dropLast().map { "\($0.name): \($0.element)" } + ["\(given.last!.name): StrataRecords.Comparison<\(given.last!.element)>"])
-                        .joined(separator: ", ")
-                    for shape in [plainLast, comparedLast] {
-                        lines.append("        @available(*, unavailable, message: \(message))")
-                        lines.append("        \(access)func select(\(ctx), \(selectParameters(shape))) throws -> [\(type)] { Swift.fatalError() }")
-                        lines.append("        @available(*, unavailable, message: \(message))")
-                        lines.append("        \(access)func count(\(ctx), \(shape)) throws -> Swift.Int { Swift.fatalError() }")
-                        lines.append("        @available(*, unavailable, message: \(message))")
-                        lines.append("        \(access)func query(\(shape)) -> StrataRecords.Query<\(type)> { Swift.fatalError() }")
-                    }
-                }
-            }
+            let family = QueryFamily(
+                components: index.components.map { ($0.name, $0.element) }, indent: "        ", modifiers: access, record: type, blankLineBefore: false,
+                skipped: { "a query on index \(index.name) gives its components in order without skipping any: add \($0) first" },
+                select: { query, values in values.map { "try index.select(in: __ctx, limit: __limit, order: __order, equal: \($0))" }
+                    ?? "try index.select(in: __ctx, \(query), limit: __limit, order: __order)" },
+                count: { query, values in values.map { "try index.count(in: __ctx, equal: \($0))" } ?? "try index.count(in: __ctx, \(query))" },
+                query: { "StrataRecords.Query(index: index, \($0))" })
+            lines += family.members()
             let whole = index.components.map { "\($0.name): \($0.element)" }.joined(separator: ", ")
             let wholeValues = "{ " + index.components.map { "$0.append(\($0.name))" }.joined(separator: "; ") + " }"
             if index.unique {
@@ -157,72 +121,30 @@ struct Generator {
     private func queries() -> [String] {
         var lines: [String] = []
         let ctx = "in __ctx: StrataRecords.TransactionContext"
-        let paging = "limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil"
-        // Empire puts `limit` first. A key component named `limit` or `order` would then bind to
-        // the paging parameter (argument labels match left to right), so such a type keeps them last.
-        let pagingFirst = !keys.contains { $0.name == "limit" || $0.name == "order" }
-        func selectParameters(_ key: String) -> String { pagingFirst ? "\(paging), \(key)" : "\(key), \(paging)" }
-        for length in 1...keys.count {
-            let leading = keys.prefix(length - 1)
-            let last = keys[length - 1]
-            let plain = leading.map { "\($0.name): \($0.type)" }
-            let chain = "StrataRecords.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
-            let comparison = (plain + ["\(last.name): StrataRecords.Comparison<\(last.type)>"]).joined(separator: ", ")
-            let equal = (plain + ["\(last.name): \(last.type)"]).joined(separator: ", ")
-            let byComparison = chain + ".then(\(last.name))"
-            let byValue = chain + ".equal(\(last.name))"
-            lines.append("")
-            lines.append("    \(access)static func select(\(ctx), \(selectParameters(comparison))) throws -> [Self] {")
-            lines.append("        try __ctx.select(Self.self, \(byComparison), limit: __limit, order: __order)")
-            lines.append("    }")
-            lines.append("    \(access)static func select(\(ctx), \(selectParameters(equal))) throws -> [Self] {")
-            lines.append("        try __ctx.select(Self.self, \(byValue), limit: __limit, order: __order)")
-            lines.append("    }")
-            lines.append("    \(access)static func count(\(ctx), \(comparison)) throws -> Swift.Int {")
-            lines.append("        try __ctx.count(Self.self, \(byComparison))")
-            lines.append("    }")
-            lines.append("    \(access)static func count(\(ctx), \(equal)) throws -> Swift.Int {")
-            lines.append("        try __ctx.count(Self.self, \(byValue))")
-            lines.append("    }")
-            lines.append("    \(access)static func query(\(comparison)) -> StrataRecords.Query<Self> {")
-            lines.append("        StrataRecords.Query(\(byComparison))")
-            lines.append("    }")
-            lines.append("    \(access)static func query(\(equal)) -> StrataRecords.Query<Self> {")
-            lines.append("        StrataRecords.Query(\(byValue))")
-            lines.append("    }")
-            lines.append("    @discardableResult")
-            lines.append("    \(access)static func delete(\(ctx), \(equal)) throws -> Swift.Int {")
-            lines.append("        try __ctx.delete(Self.self, \(byValue))")
-            lines.append("    }")
-        }
-        // A query that skips leading components: the compiler would otherwise try to relabel the
-        // arguments and complain about a type. Plain values, and a comparison last where one is valid.
-        for start in 1..<max(keys.count, 1) {
-            let skipped = keys.prefix(start).map(\.name).joined(separator: ", ")
-            let message = literal("a query gives the key components in order without skipping any: add \(skipped) first")
-            for end in (start + 1)...keys.count {
-                let given = keys[start..<end]
-                let plainLast = given.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
-                let comparedLast = (given.dropLast().map { "\($0.name): \($0.type)" } + ["\(given.last!.name): StrataRecords.Comparison<\(given.last!.type)>"])
-                    .joined(separator: ", ")
-                for shape in [plainLast, comparedLast] {
-                    lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func select(\(ctx), \(selectParameters(shape))) throws -> [Self] { Swift.fatalError() }")
-                    lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func count(\(ctx), \(shape)) throws -> Swift.Int { Swift.fatalError() }")
-                    lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func query(\(shape)) -> StrataRecords.Query<Self> { Swift.fatalError() }")
+        let family = QueryFamily(
+            components: keys.map { ($0.name, $0.type) }, indent: "    ", modifiers: "\(access)static ", record: "Self", blankLineBefore: true,
+            skipped: { "a query gives the key components in order without skipping any: add \($0) first" },
+            select: { query, _ in "try __ctx.select(Self.self, \(query), limit: __limit, order: __order)" },
+            count: { query, _ in "try __ctx.count(Self.self, \(query))" },
+            query: { "StrataRecords.Query(\($0))" },
+            afterPrefix: { equal, byValue in
+                ["    @discardableResult",
+                 "    \(access)static func delete(\(ctx), \(equal)) throws -> Swift.Int {",
+                 "        try __ctx.delete(Self.self, \(byValue))",
+                 "    }"]
+            },
+            afterSkipped: { message, plainLast, isWhole in
+                var lines = ["    @available(*, unavailable, message: \(message))",
+                             "    \(access)static func delete(\(ctx), \(plainLast)) throws -> Swift.Int { Swift.fatalError() }"]
+                if isWhole {
+                    lines += ["    @available(*, unavailable, message: \(message))",
+                              "    \(access)static func fetch(\(ctx), \(plainLast)) throws -> Self? { Swift.fatalError() }",
+                              "    @available(*, unavailable, message: \(message))",
+                              "    \(access)static func exists(\(ctx), \(plainLast)) throws -> Swift.Bool { Swift.fatalError() }"]
                 }
-                lines.append("    @available(*, unavailable, message: \(message))")
-                lines.append("    \(access)static func delete(\(ctx), \(plainLast)) throws -> Swift.Int { Swift.fatalError() }")
-                if end == keys.count {
-                    lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func fetch(\(ctx), \(plainLast)) throws -> Self? { Swift.fatalError() }")
-                    lines.append("    @available(*, unavailable, message: \(message))")
-                    lines.append("    \(access)static func exists(\(ctx), \(plainLast)) throws -> Swift.Bool { Swift.fatalError() }")
-                }
-            }
-        }
+                return lines
+            })
+        lines += family.members()
         // fetch and exists with part of the key.
         for length in 1..<keys.count {
             let missing = keys[length...].map(\.name).joined(separator: ", ")
@@ -241,7 +163,7 @@ struct Generator {
                 + (indexed.map { ", or through its index: \($0.name).select(in:\($0.components[0].name):)" } ?? ""))
             let parameter = "\(field.name): \(field.type)"
             lines.append("    @available(*, unavailable, message: \(message))")
-            lines.append("    \(access)static func select(\(ctx), \(selectParameters(parameter))) throws -> [Self] { Swift.fatalError() }")
+            lines.append("    \(access)static func select(\(ctx), \(family.selectParameters(parameter))) throws -> [Self] { Swift.fatalError() }")
             lines.append("    @available(*, unavailable, message: \(message))")
             lines.append("    \(access)static func count(\(ctx), \(parameter)) throws -> Swift.Int { Swift.fatalError() }")
             lines.append("    @available(*, unavailable, message: \(message))")
@@ -267,8 +189,100 @@ struct Generator {
         case .codec(let codec): return "\(codec).format"
         }
     }
+}
 
-    private func literal(_ text: String) -> String {
-        "\"" + text.flatMap { $0 == "\\" || $0 == "\"" ? ["\\", $0] : [$0] } + "\""
+/// One family of typed queries on leading components, the key's (static members of the record
+/// type) or an index's (members of its wrapper), with the key's rules: plain values for leading
+/// components, a ``Comparison`` only on the last one given, none skipped. For each prefix length:
+/// `select`, `count` and `query` with a comparison and with a plain value last; for each shape
+/// that skips leading components, unavailable overloads whose message says what to add.
+struct QueryFamily {
+    /// The components' names and (element) types, in order.
+    let components: [(name: String, type: String)]
+    /// The members' indentation.
+    let indent: String
+    /// Before `func`: the access level, and `static ` for the key's members.
+    let modifiers: String
+    /// The record type as the members name it (`Self`, or the type's name inside a wrapper).
+    let record: String
+    /// Whether each prefix length's members start after a blank line.
+    let blankLineBefore: Bool
+    /// The message of a query that skips the leading components named.
+    let skipped: (String) -> String
+    /// The bodies of `select` and `count`: given the query expression, and for equalities the
+    /// closure that appends the values (`{ $0.append(a) }`), which a family may use instead.
+    let select: (_ query: String, _ values: String?) -> String
+    let count: (_ query: String, _ values: String?) -> String
+    /// The body of `query`: a ``Query`` value of the query expression.
+    let query: (_ query: String) -> String
+    /// Members after each prefix length's (the key's `delete`), given the plain parameters and query.
+    var afterPrefix: (_ equal: String, _ byValue: String) -> [String] = { _, _ in [] }
+    /// Members after each skipping shape's (the key's `delete`, `fetch`, `exists`), given the
+    /// message, the plain parameters and whether they run to the last component.
+    var afterSkipped: (_ message: String, _ plainLast: String, _ isWhole: Bool) -> [String] = { _, _, _ in [] }
+
+    private var ctx: String { "in __ctx: StrataRecords.TransactionContext" }
+
+    /// `limit` and `order` first, as Empire has them, unless a component takes one of those names
+    /// (argument labels match left to right, so such a family keeps them last).
+    func selectParameters(_ given: String) -> String {
+        let paging = "limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil"
+        let pagingFirst = !components.contains { $0.name == "limit" || $0.name == "order" }
+        return pagingFirst ? "\(paging), \(given)" : "\(given), \(paging)"
     }
+
+    func members() -> [String] {
+        var lines: [String] = []
+        for length in 1...components.count {
+            let leading = components.prefix(length - 1)
+            let last = components[length - 1]
+            let plain = leading.map { "\($0.name): \($0.type)" }
+            let chain = "StrataRecords.RecordQuery.all" + leading.map { ".equal(\($0.name))" }.joined()
+            let comparison = (plain + ["\(last.name): StrataRecords.Comparison<\(last.type)>"]).joined(separator: ", ")
+            let equal = (plain + ["\(last.name): \(last.type)"]).joined(separator: ", ")
+            let byComparison = chain + ".then(\(last.name))", byValue = chain + ".equal(\(last.name))"
+            // Equalities may encode their values straight into the transaction's buffers.
+            let values = "{ " + components.prefix(length).map { "$0.append(\($0.name))" }.joined(separator: "; ") + " }"
+            if blankLineBefore { lines.append("") }
+            for (parameters, query, given) in [(comparison, byComparison, nil), (equal, byValue, values)] {
+                lines += ["\(indent)\(modifiers)func select(\(ctx), \(selectParameters(parameters))) throws -> [\(record)] {",
+                          "\(indent)    \(select(query, given))", "\(indent)}"]
+            }
+            for (parameters, query, given) in [(comparison, byComparison, nil), (equal, byValue, values)] {
+                lines += ["\(indent)\(modifiers)func count(\(ctx), \(parameters)) throws -> Swift.Int {",
+                          "\(indent)    \(count(query, given))", "\(indent)}"]
+            }
+            for (parameters, query) in [(comparison, byComparison), (equal, byValue)] {
+                lines += ["\(indent)\(modifiers)func query(\(parameters)) -> StrataRecords.Query<\(record)> {",
+                          "\(indent)    \(self.query(query))", "\(indent)}"]
+            }
+            lines += afterPrefix(equal, byValue)
+        }
+        // A query that skips leading components: the compiler would otherwise try to relabel the
+        // arguments and complain about a type. Plain values, and a comparison last.
+        for start in 1..<max(components.count, 1) {
+            let message = literal(skipped(components.prefix(start).map(\.name).joined(separator: ", ")))
+            for end in (start + 1)...components.count {
+                let given = components[start..<end]
+                let plainLast = given.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
+                let comparedLast = (given.dropLast().map { "\($0.name): \($0.type)" } + ["\(given.last!.name): StrataRecords.Comparison<\(given.last!.type)>"])
+                    .joined(separator: ", ")
+                for shape in [plainLast, comparedLast] {
+                    lines += ["\(indent)@available(*, unavailable, message: \(message))",
+                              "\(indent)\(modifiers)func select(\(ctx), \(selectParameters(shape))) throws -> [\(record)] { Swift.fatalError() }",
+                              "\(indent)@available(*, unavailable, message: \(message))",
+                              "\(indent)\(modifiers)func count(\(ctx), \(shape)) throws -> Swift.Int { Swift.fatalError() }",
+                              "\(indent)@available(*, unavailable, message: \(message))",
+                              "\(indent)\(modifiers)func query(\(shape)) -> StrataRecords.Query<\(record)> { Swift.fatalError() }"]
+                }
+                lines += afterSkipped(message, plainLast, end == components.count)
+            }
+        }
+        return lines
+    }
+}
+
+/// `text` as a Swift string literal.
+func literal(_ text: String) -> String {
+    "\"" + text.flatMap { $0 == "\\" || $0 == "\"" ? ["\\", $0] : [$0] } + "\""
 }

@@ -1,3 +1,4 @@
+import StrataSchemaHash
 import SwiftCompilerPlugin
 import SwiftDiagnostics
 import SwiftSyntax
@@ -232,18 +233,11 @@ struct StoredProperty {
 /// Format 1's default schema version: FNV-1a over the key and field names and types as spelled
 /// (tokens, so whitespace and comments never changed it). Format 2 derives the version at run
 /// time from field formats instead; this number lets it recognise what format-1 stores hold.
-/// (The same FNV-1a as `RecordType.derivedVersion`: a compiler plugin cannot import the record layer.)
+/// (The hash is `RecordType.derivedVersion`'s, from StrataSchemaHash, which both depend on.)
 enum SchemaVersion {
     static func formatOne(keys: [StoredProperty], fields: [StoredProperty]) -> UInt32 {
-        let text = "key:" + keys.map { "\($0.name):\($0.type)" }.joined(separator: ",")
-            + ";fields:" + fields.map { "\($0.name):\($0.type)" }.joined(separator: ",")
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
-        }
-        let folded = UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
-        return folded == 0 ? 1 : folded
+        SchemaHash.version(of: "key:" + keys.map { "\($0.name):\($0.type)" }.joined(separator: ",")
+            + ";fields:" + fields.map { "\($0.name):\($0.type)" }.joined(separator: ","))
     }
 }
 

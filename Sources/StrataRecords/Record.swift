@@ -1,4 +1,5 @@
 import StrataKeyCodec
+import StrataSchemaHash
 
 /// A record: an index key (one or more components, by which it is stored and found) and fields.
 ///
@@ -175,14 +176,7 @@ public struct RecordType: Sendable {
     /// The default schema version (RecordFormat.md, "Schema versions"): FNV-1a 64 over
     /// `2;key:name:Type,…;fields:name:format,…`, folded to 32 bits; 0 becomes 1.
     public static func derivedVersion(key: [(name: String, typeName: String)], fields: [FieldInfo]) -> UInt32 {
-        let text = "2;key:" + key.map { "\($0.name):\($0.typeName)" }.joined(separator: ",")
-            + ";fields:" + fields.map { "\($0.name):\($0.format.descriptor)" }.joined(separator: ",")
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
-        }
-        let folded = UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
-        return folded == 0 ? 1 : folded
+        SchemaHash.version(of: "2;key:" + key.map { "\($0.name):\($0.typeName)" }.joined(separator: ",")
+            + ";fields:" + fields.map { "\($0.name):\($0.format.descriptor)" }.joined(separator: ","))
     }
 }
