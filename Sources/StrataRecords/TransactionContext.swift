@@ -55,18 +55,18 @@ public final class TransactionContext {
         defer { swap(&buffer, &recordBuffer) }
         let keyLength = try encodeRecord(record, into: &buffer.writer, prefixOf: &buffer.prefixOf)
         if indexed {
-            let replaced = try insertIndexed(record, key: buffer.writer.bytes[..<keyLength], value: buffer.writer.bytes[keyLength...],
-                                             indexes: prepare(R.self), writer: writer)
-            if changes != nil { recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert) }
+            try insertIndexed(record, key: buffer.writer.bytes[..<keyLength], value: buffer.writer.bytes[keyLength...],
+                              indexes: prepare(R.self), writer: writer)
             return
         }
-        if changes != nil {
-            let replaced = try buffer.writer.bytes.withUnsafeBytes { try reader.withValue(forKey: UnsafeRawBufferPointer(rebasing: $0[..<keyLength])) { $0 != nil } }
-            recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert)
-        }
+        // Observed: whether the key held a record, read before the put and recorded after it (a
+        // put that throws, caught by the body, changed nothing).
+        let replaced = changes == nil ? nil
+            : try buffer.writer.bytes.withUnsafeBytes { try reader.withValue(forKey: UnsafeRawBufferPointer(rebasing: $0[..<keyLength])) { $0 != nil } }
         try buffer.writer.bytes.withUnsafeBytes { stored in
             try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
         }
+        if let replaced { recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert) }
     }
 
     /// Encodes `record` as it is stored into `fields`, key and value back to back, and returns
@@ -135,13 +135,18 @@ public final class TransactionContext {
                 removed += try clearIndexed(R.self, range, indexes: indexes, writer: writer)
                 continue
             }
-            if changes != nil {  // the keys the clear removes, read first
-                try reader.scan(range, reverse: false, limit: nil) { key, _ in
-                    recordChange(R.self, key: key, .delete)
-                    return true
-                }
+            guard changes != nil else {
+                removed += try writer.clear(range)
+                continue
+            }
+            // Observed: the keys the clear removes, read first and recorded once it is done.
+            var keys: [[UInt8]] = []
+            try reader.scan(range, reverse: false, limit: nil) { key, _ in
+                keys.append(Array(key))
+                return true
             }
             removed += try writer.clear(range)
+            for key in keys { recordChange(R.self, key: key, .delete) }
         }
         return removed
     }

@@ -479,9 +479,12 @@ struct MigrationJobTests {
         try await Store(engine: engine).withTransaction { ctx in for id in [1_000, 1_001] { try ctx.insert(GaugeV0(id: id)) } }
         let store = try Store(engine: engine)
         defer { try? store.close() }
+        let log = ChangeLog()  // a migration changes stored bytes, not what a record reads as
+        store.add(observer: log)
         let report = try await store.prepare(GaugeV2.self, batchSize: 64).report
         #expect(report.built == ["byCelsius"])
         #expect(report.migrated == 300)
+        #expect(log.all.isEmpty, "observers were told of \(log.all.count) commits of migrated records")
         #expect(report.unconvertible == 2 && report.firstUnconvertibleKeys == [1_000, 1_001].map { KeyCodec.encode("Gauge", $0) })
         try await store.withReadTransaction { (ctx: TransactionContext) throws in
             #expect(try GaugeV2.byCelsius.count(in: ctx, .all.equal(7.0)) == 8)

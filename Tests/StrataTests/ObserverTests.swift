@@ -91,6 +91,28 @@ struct ObserverTests {
         }
     }
 
+    @Test("a write that throws and is caught by the body changes nothing and is not told; what the body wrote is",
+          arguments: TestEngines.all)
+    func caughtFailures(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            try store.withTransaction { ctx in for name in ["a", "b"] { try ctx.insert(Person(lastName: "P", firstName: name, age: 1)) } }
+            let log = ChangeLog()
+            store.add(observer: log)
+            try store.withTransaction { (ctx: TransactionContext) throws in
+                // Writes inside a scan's visitor are refused (writeWhileReading); the body goes on.
+                try Person.forEach(in: ctx, .all) { _ in
+                    #expect(throws: (any Error).self) { try ctx.insert(Person(lastName: "Q", firstName: "new", age: 2)) }
+                    #expect(throws: (any Error).self) { try ctx.delete(Person.self, .all.equal("P")) }
+                    #expect(throws: (any Error).self) { try ctx.insert(Member(id: 7, email: "x@x", city: "A", age: 1)) }
+                    return true
+                }
+                try ctx.insert(Person(lastName: "R", firstName: "kept", age: 3))
+            }
+            #expect(try store.withReadTransaction { ctx in try Person.count(in: ctx) } == 3)
+            #expect(log.all == [[Self.personChange(KeyCodec.encode("R", "kept"), .insert)]], "\(log.all)")
+        }
+    }
+
     @Test("concurrent writers: commits are told in commit order, each once", arguments: TestEngines.all)
     func commitOrder(kind: EngineKind) throws {
         try withStore(kind) { store, _ in

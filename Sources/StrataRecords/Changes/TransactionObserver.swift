@@ -34,8 +34,9 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
 /// Told of the record changes of each transaction of a ``Store`` that commits, after the engine's
 /// commit returns, in commit order (GRDB's `TransactionObserver`).
 ///
-/// Register one with ``Store/add(observer:)``. It is told of the write transactions that begin
-/// after it is added and before it is removed:
+/// Register one with ``Store/add(observer:)``. A write transaction records its changes when an
+/// observer is registered as it begins, and a commit is told to the observers registered when it
+/// is delivered:
 ///
 /// - ``didCommit(_:)`` gets the committed transaction's changes in the order its body made them
 ///   (a key written twice appears twice). Transactions that change no record are not reported.
@@ -45,8 +46,10 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
 ///   bytes without changing a record's value (index builds, migrations by ``Store/prepare(_:batchSize:onBatch:)``,
 ///   format upgrades) are not.
 ///
-/// `didCommit` runs on the thread of a committing writer, which waits for it: keep it short, and
-/// hand work to another task. It must not run a transaction on the same store synchronously.
+/// `didCommit` runs on the thread of a writer that committed (one writer may deliver the commits
+/// of others that finished before it; for `async` transactions, a thread of the cooperative pool),
+/// and holds up that writer: keep it short, and hand work to another task. It must not run a
+/// transaction on the same store synchronously (it would wait for itself).
 public protocol TransactionObserver: AnyObject, Sendable {
     /// The changes of one committed transaction, in the order they were made.
     func didCommit(_ changes: [RecordChange])
@@ -115,8 +118,8 @@ final class ObservedWrite: @unchecked Sendable {
     init(_ registry: ObserverRegistry) { self.registry = registry }
 
     /// Runs `body` on `ctx`, which records its changes, and takes the ticket once it returns (the
-    /// writer gate still held). A ticket left by an earlier run of the body (a retried
-    /// transaction) was not committed: it is finished empty first.
+    /// writer gate still held). A ticket left by an earlier run of the body was not committed: it
+    /// is finished empty first (defensive: no bundled engine runs a write body twice today).
     func run<R>(_ body: (TransactionContext) throws -> R, _ ctx: TransactionContext) throws -> R {
         if let ticket { registry.finish(ticket, []) }
         ticket = nil

@@ -62,12 +62,13 @@ extension RecordIndex {
 extension TransactionContext {
     /// `insert` of a type with indexes: checks unique indexes and entry lengths first, then writes
     /// the record, removes the old record's entries it no longer has and adds the new ones.
-    /// Returns whether it replaced a stored record.
+    /// Returns whether it replaced a stored record. The change is recorded for observers once the
+    /// record is put (its entries follow in the same transaction).
     ///
     /// Inlinable, so that it is specialized for the record type: a single-valued index's entry
     /// is encoded straight into the transaction's reusable buffer (``EntryWrites``), and the old
     /// record's entry beside it for comparison.
-    @inlinable
+    @inlinable @discardableResult
     func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
         // While a changed definition is built, its previous generation's entries are kept from the stored bytes.
         let keepsPrevious = indexes.contains { $0.previous != nil }
@@ -117,6 +118,7 @@ extension TransactionContext {
         }
         let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: Array(key), value: Array(value), old: oldValue, into: &plan) : []
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { try writer.put($0, forKey: k) } }
+        if changes != nil { recordChange(R.self, key: key, old != nil ? .update : .insert) }
         try plan.apply(to: writer, value: value)
         for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
         return old != nil

@@ -307,6 +307,11 @@ extension TransactionContext {
                 if report.firstUnconvertibleKeys.count < 10 { report.firstUnconvertibleKeys.append(key) }
                 continue
             }
+            // A migration rewrites the stored bytes of a record whose value reads the same (it was
+            // migrated on read before): not a change observers are told of.
+            let observed = changes
+            changes = nil
+            defer { changes = observed }
             try insert(record)
             report.migrated += 1
         }
