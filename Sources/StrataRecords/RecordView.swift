@@ -114,8 +114,10 @@ extension TransactionContext {
 
 extension Query {
     /// Visits the matching records as views; see ``TransactionContext/forEachView(_:_:limit:order:_:)``.
+    @inlinable
     public func forEachView(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil,
                             _ body: (RecordView<R>) throws -> Bool) throws {
-        try plan.forEachView(in: ctx, limit: limit, order: order ?? defaultOrder, body)
+        let order = order ?? defaultOrder
+        try run({ try $0.forEachView(in: ctx, limit: limit, order: order, body) }, { try $0.forEachView(in: ctx, limit: limit, order: order, body) })
     }
 }

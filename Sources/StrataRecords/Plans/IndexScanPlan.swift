@@ -14,6 +14,7 @@ public struct IndexScanPlan<Root: Record>: RecordPlan {
     public var index: RecordIndex<Root>? { scanned }
 
     /// The plan of `recordQuery` on `index`.
+    @inlinable
     public init(_ index: RecordIndex<Root>, _ recordQuery: RecordQuery) {
         scanned = index
         self.recordQuery = recordQuery
@@ -28,29 +29,35 @@ public struct IndexScanPlan<Root: Record>: RecordPlan {
     }
 
     /// The matching records, in index order.
+    @inlinable
     public func select(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [Root] {
         try scanned.select(in: ctx, recordQuery, limit: limit, order: order)
     }
 
     /// How many entries match (records are not read).
+    @inlinable
     public func count(in ctx: TransactionContext) throws -> Int { try scanned.count(in: ctx, recordQuery) }
 
     /// Visits the matching records one at a time.
+    @inlinable
     public func forEach(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (Root) throws -> Bool) throws {
         try scanned.forEach(in: ctx, recordQuery, limit: limit, order: order, body)
     }
 
     /// Visits the matching records as views (from the entries, when covering).
+    @inlinable
     public func forEachView(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (RecordView<Root>) throws -> Bool) throws {
         try scanned.forEachView(in: ctx, recordQuery, limit: limit, order: order, body)
     }
 
     /// The primary keys of the matching entries (records are not read).
+    @inlinable
     public func primaryKeys(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [EncodedIndexKey] {
         try scanned.primaryKeys(in: ctx, recordQuery, limit: limit, order: order)
     }
 
     /// Visits the matching records after an entry key (without the index's prefix).
+    @inlinable
     public func scanRecords(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
                             _ body: (_ position: () -> [UInt8], Root) throws -> Bool) throws {
         try ctx.scanIndex(scanned, recordQuery, limit: limit, order: order, after: position) { entry, _, record in
