@@ -70,14 +70,8 @@ public final class Store: Sendable {
             return try engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
         }
         let observed = ObservedWrite(observers)
-        do {
-            let result = try engine.write { tx in try observed.run(body, TransactionContext(store: self, reader: tx, writer: tx)) }
-            observed.finish(committed: true)
-            return result
-        } catch {
-            observed.finish(committed: false)
-            throw error
-        }
+        defer { observed.finish() }
+        return observed.committing(try engine.write { tx in try observed.run(body, TransactionContext(store: self, reader: tx, writer: tx)) })
     }
 
     /// Runs `body` in a read-only transaction that sees one snapshot.
@@ -96,14 +90,8 @@ public final class Store: Sendable {
             return try await engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
         }
         let observed = ObservedWrite(observers)
-        do {
-            let result = try await engine.write { tx in try observed.run(body, TransactionContext(store: self, reader: tx, writer: tx)) }
-            observed.finish(committed: true)
-            return result
-        } catch {
-            observed.finish(committed: false)
-            throw error
-        }
+        defer { observed.finish() }
+        return observed.committing(try await engine.write { tx in try observed.run(body, TransactionContext(store: self, reader: tx, writer: tx)) })
     }
 
     /// ``withReadTransaction(_:)-30s1c`` from async code; cancellation as for ``withTransaction(_:)-62v3j``.

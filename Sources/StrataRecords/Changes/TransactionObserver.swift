@@ -113,6 +113,8 @@ final class ObserverRegistry: @unchecked Sendable {  // every field is guarded b
 final class ObservedWrite: @unchecked Sendable {
     private var ticket: UInt64?
     private var changes: [RecordChange] = []
+    /// Set once the engine returned from the write: it committed.
+    private var committed = false
     private let registry: ObserverRegistry
 
     init(_ registry: ObserverRegistry) { self.registry = registry }
@@ -130,8 +132,14 @@ final class ObservedWrite: @unchecked Sendable {
         return result
     }
 
-    /// After the engine returned: the changes go out if it committed (`committed`), else nothing.
-    func finish(committed: Bool) {
+    /// Passes on the result of an engine write that returned: it committed.
+    func committing<R>(_ result: R) -> R {
+        committed = true
+        return result
+    }
+
+    /// Once the write is over (deferred): the changes go out if it committed, else nothing.
+    func finish() {
         guard let ticket else { return }
         self.ticket = nil
         registry.finish(ticket, committed ? changes : [])
