@@ -8,11 +8,12 @@ PACKAGES = $(SYSTEM_PACKAGES)
 test test-long conformance bench-etcd sanitize: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
 # The documentation check reads the symbol graphs with Python.
 docs: PACKAGES = $(SYSTEM_PACKAGES) python3
+instructions: PACKAGES = $(SYSTEM_PACKAGES) valgrind bc
 
 # The C compiler for the LD_PRELOAD shims: the system's, or the toolchain's clang.
 SHIM_CC := $(shell command -v cc || command -v clang)
 
-.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-etcd crash powerloss sanitize clean
+.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-etcd crash powerloss sanitize instructions clean
 
 run: deps
 	swift build -c release --product strata
@@ -70,6 +71,11 @@ sanitize: deps
 	swift build --build-tests --sanitize=address --scratch-path .build/asan
 	STRATA_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="print_suppressions=0:suppressions='$(CURDIR)/Tests/Sanitizers/leaks.supp'" \
 	  swift test --skip-build --sanitize=address --scratch-path .build/asan
+
+# Instructions per record operation, counted by callgrind: `make instructions BASE=<commit>` puts
+# a commit's counts beside this checkout's (Benchmarks/InstructionCounts, a package of its own).
+instructions: deps
+	bash Benchmarks/InstructionCounts/run.sh $(BASE)
 
 # Installs the Debian packages that are missing (apt-get update only when something is): as root
 # directly, otherwise through sudo; without sudo it names the packages to install and stops.

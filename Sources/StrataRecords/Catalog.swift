@@ -138,7 +138,7 @@ struct CatalogEntry: Equatable {
     private var verified: [ObjectIdentifier: Set<UInt32>] = [:]
     /// Each type's indexes as a transaction that found the index catalog settled for it saw
     /// them, with the catalog bytes they were derived from and where those are read
-    /// (``IndexCatalog/prepare(_:keyspacePrefix:in:writer:remembered:)``).
+    /// (``IndexCatalog/prepare(_:keyspacePrefix:in:writer:remembered:envelope:)``).
     private var prepared: [ObjectIdentifier: PreparedIndexes] = [:]
     typealias PreparedIndexes = (catalog: (range: KeyRange, prefixLength: Int), stored: [UInt8], indexes: [ActiveIndex])
 

@@ -11,10 +11,15 @@ enum Manifest {
         var codec: String
         var codecVersion: UInt32
         var format: UInt32
+        /// The names of the value transforms records are sealed with (``RecordEnvelope``), in
+        /// order. Stored only when there are any, so a store without transforms has the manifest
+        /// it always had, and a Strata that predates them refuses a store that has some.
+        var transforms: [String] = []
     }
 
-    static func current(_ engine: any KeyValueEngine) -> Contents {
-        Contents(engine: engine.engineName, codec: KeyCodec.name, codecVersion: UInt32(KeyCodec.version), format: formatVersion)
+    static func current(_ engine: any KeyValueEngine, transforms: [String]) -> Contents {
+        Contents(engine: engine.engineName, codec: KeyCodec.name, codecVersion: UInt32(KeyCodec.version), format: formatVersion,
+                 transforms: transforms)
     }
 
     static func encode(_ c: Contents) -> [UInt8] {
@@ -23,6 +28,7 @@ enum Manifest {
         w.write(c.codec)
         w.write(c.codecVersion)
         w.write(c.format)
+        if !c.transforms.isEmpty { w.write(c.transforms) }
         return w.bytes
     }
 
@@ -30,7 +36,8 @@ enum Manifest {
         try bytes.withUnsafeBytes { raw in
             var r = FieldReader(raw)
             do {
-                let c = Contents(engine: try r.read(), codec: try r.read(), codecVersion: try r.read(), format: try r.read())
+                var c = Contents(engine: try r.read(), codec: try r.read(), codecVersion: try r.read(), format: try r.read())
+                if !r.isAtEnd { c.transforms = try r.read() }
                 try r.finish()
                 return c
             } catch {
@@ -47,8 +54,8 @@ enum Manifest {
     }
 
     /// Checks the manifest and the store-wide features; writes both into an empty store.
-    static func check(_ engine: any KeyValueEngine, readOnly: Bool) throws -> Found {
-        let expected = current(engine)
+    static func check(_ engine: any KeyValueEngine, readOnly: Bool, transforms: [String]) throws -> Found {
+        let expected = current(engine, transforms: transforms)
         let found = try engine.read { tx -> (Contents?, Bool, [String], Bool) in
             let stored = try tx.get(SystemKey.manifest)
             let features = try tx.get(SystemKey.features).map(decodeFeatures) ?? []
@@ -87,6 +94,14 @@ enum Manifest {
         if stored.codec != expected.codec || stored.codecVersion != expected.codecVersion {
             throw RecordError.manifestMismatch(detail: "keys encoded with \(stored.codec) v\(stored.codecVersion), this Strata reads \(expected.codec) v\(expected.codecVersion)")
         }
+        if stored.transforms != expected.transforms {
+            throw RecordError.manifestMismatch(detail: "values written with the transforms \(describe(stored.transforms)), opened with \(describe(expected.transforms))")
+        }
+    }
+
+    /// A transform chain for messages: `[zstd, aes-gcm]`, or `none`.
+    static func describe(_ transforms: [String]) -> String {
+        transforms.isEmpty ? "none" : "[" + transforms.joined(separator: ", ") + "]"
     }
 
     static func decodeFeatures(_ bytes: [UInt8]) throws -> [String] {

@@ -74,41 +74,42 @@ extension TransactionContext {
         for range in ranges where remaining > 0 && !stopped {
             try reader.scan(range, reverse: order == .descending, limit: remaining == Int.max ? nil : remaining) { key, value in
                 remaining -= 1
-                let view = try makeView(R.self, key: key, value: value, prefixLength: prefixLength, sameFields: sameFields)
-                if try !body(view) { stopped = true }
+                if try !withView(R.self, key: key, value: value, prefixLength: prefixLength, sameFields: sameFields, body) { stopped = true }
                 return !stopped
             }
         }
     }
 
-    /// Checks a stored record's checksum and splits it into a view.
+    /// Opens a stored record's envelope (checksum, version, transforms) and lends it to `body`
+    /// as a view.
     @inlinable
-    func makeView<R: Record>(
-        _: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int, sameFields: Set<UInt32>
-    ) throws -> RecordView<R> {
+    func withView<R: Record, T>(
+        _: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int, sameFields: Set<UInt32>,
+        _ body: (RecordView<R>) throws -> T
+    ) throws -> T {
         guard key.count >= prefixLength else {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: \(key.count) bytes, shorter than its keyspace prefix (\(prefixLength))")
         }
-        let body: UnsafeRawBufferPointer
-        do throws(RecordChecksum.Mismatch) {
-            body = try RecordChecksum.body(ofKey: key, value: value)
+        let sealed: RecordEnvelope.Sealed
+        do throws(RecordEnvelope.Damage) {
+            sealed = try RecordEnvelope.open(key: key, value: value)
         } catch {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: error.detail)
         }
-        var reader = FieldReader(body)
-        let version: UInt64
+        let recordKey = UnsafeRawBufferPointer(rebasing: key[prefixLength...])
+        let isCurrent = R.recordType.isVersion(sealed.version) || sameFields.contains(sealed.version)
+        if envelope.isPlain {
+            return try body(RecordView(key: recordKey, fields: sealed.fields, version: sealed.version, isCurrent: isCurrent))
+        }
+        var scratch = takeScratch()
+        defer { self.scratch = scratch }
         do {
-            version = try reader.readVarint()
-        } catch {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(error)")
+            return try envelope.withFields(sealed, key: key, scratch: &scratch) { bytes, offset in
+                try body(RecordView(key: recordKey, fields: UnsafeRawBufferPointer(rebasing: bytes[offset...]), version: sealed.version, isCurrent: isCurrent))
+            }
+        } catch let damage as RecordEnvelope.Damage {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: damage.detail)
         }
-        guard let stored = UInt32(exactly: version) else {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: schema version \(version) is not a 32-bit number")
-        }
-        return RecordView(
-            key: UnsafeRawBufferPointer(rebasing: key[prefixLength...]),
-            fields: UnsafeRawBufferPointer(rebasing: body[reader.offset...]),
-            version: stored, isCurrent: R.recordType.isVersion(stored) || sameFields.contains(stored))
     }
 }
 

@@ -20,10 +20,10 @@ public final class Store: Sendable {
     /// The engine underneath, for engine-level work.
     public let engine: any KeyValueEngine
     @usableFromInline let catalog = Catalog()
-    /// Defects the tests switch on to prove that their checks catch them.
-    @_spi(Testing) public let faults = Faults()
     /// Who is told of committed changes (``add(observer:)``).
     @usableFromInline let observers = ObserverRegistry()
+    /// How record values are sealed and opened: the store's transforms, as its manifest names them.
+    let envelope: RecordEnvelope
 
     /// Opens (with `.create`, creates) a store on `engine`: `.lmdb(path:)`, `.leveldb(path:)`,
     /// `.sqlite(path:)` and `.memory` come with their adapter modules (all of them with `import
@@ -44,11 +44,19 @@ public final class Store: Sendable {
     /// Opens a store, upgrading an older format in batches of `upgradeBatchSize` records and
     /// calling `onUpgradeBatch` after each committed batch (for tests and progress display).
     @_spi(Testing)
-    public init(engine: any KeyValueEngine, readOnly: Bool, upgradeBatchSize: Int,
-                onUpgradeBatch: (FormatUpgradeReport) -> Void) throws {
+    public convenience init(engine: any KeyValueEngine, readOnly: Bool, upgradeBatchSize: Int,
+                            onUpgradeBatch: (FormatUpgradeReport) -> Void) throws {
+        try self.init(engine: engine, readOnly: readOnly, transforms: [], upgradeBatchSize: upgradeBatchSize, onUpgradeBatch: onUpgradeBatch)
+    }
+
+    /// Opens a store whose record values pass through `transforms` (``ValueTransform``): a new
+    /// store names them in its manifest, an existing one must have been written with the same.
+    init(engine: any KeyValueEngine, readOnly: Bool, transforms: [any ValueTransform],
+         upgradeBatchSize: Int = FormatUpgrade.defaultBatchSize, onUpgradeBatch: (FormatUpgradeReport) -> Void = { _ in }) throws {
         self.engine = engine
+        envelope = RecordEnvelope(transforms)
         do {
-            switch try Manifest.check(engine, readOnly: readOnly) {
+            switch try Manifest.check(engine, readOnly: readOnly, transforms: envelope.names) {
             case .current:
                 formatUpgrade = nil
             case .needsUpgrade(let from):
@@ -113,24 +121,4 @@ public final class Store: Sendable {
 
     /// Waits for running transactions, then closes the engine.
     public func close() throws { try engine.close() }
-}
-
-/// Defects a test can switch on in one store, to show that its checks catch them.
-@_spi(Testing)
-public final class Faults: @unchecked Sendable {
-    private let lock = NSLock()
-    private var staleEntries = false
-    private var skipPrevious = false
-
-    /// An overwrite that does not remove the old record's index entries.
-    public var keepStaleIndexEntries: Bool {
-        get { lock.withLock { staleEntries } }
-        set { lock.withLock { staleEntries = newValue } }
-    }
-
-    /// Writes that do not keep the previous generation of a changed index definition.
-    public var skipPreviousGenerations: Bool {
-        get { lock.withLock { skipPrevious } }
-        set { lock.withLock { skipPrevious = newValue } }
-    }
 }

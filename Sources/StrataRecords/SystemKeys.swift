@@ -51,5 +51,5 @@ enum SystemKey {
 /// store or keyspace that requires one it does not know: an older build must never write records
 /// without maintaining what a newer one added (index entries, for one).
 enum KnownFeatures {
-    static let all: Set<String> = [IndexCatalog.feature, StoredIndex.previousFeature]
+    static let all: Set<String> = [IndexCatalog.feature, StoredIndex.previousFeature, StoredIndex.kindFeature]
 }

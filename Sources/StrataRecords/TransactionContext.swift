@@ -30,11 +30,17 @@ public final class TransactionContext {
     /// The record changes this transaction made, in order, when an observer is registered
     /// (``TransactionObserver``); `nil` otherwise, and then nothing is recorded.
     @exclusivity(unchecked) @usableFromInline var changes: [RecordChange]?
+    /// How the store seals and opens record values (its transforms, from the manifest).
+    @usableFromInline let envelope: RecordEnvelope
+    /// The buffer a transformed value's fields are restored into for a read, taken while lent
+    /// (``takeScratch()``); never used by a store without transforms.
+    @exclusivity(unchecked) @usableFromInline var scratch: [UInt8]?
 
     init(store: Store, reader: any KeyValueReader, writer: (any KeyValueWriter)?) {
         self.store = store
         self.reader = reader
         self.writer = writer
+        envelope = store.envelope
     }
 
     /// Whether this transaction may write.
@@ -82,9 +88,10 @@ public final class TransactionContext {
         swap(&key.bytes, &fields.bytes)
         fields.restart(after: keyLength)
         fields.writeVarint(UInt64(keyspaces[keyspace(R.self)].version))
+        let fieldsStart = fields.bytes.count
         record.writeFields(to: &fields)
         if let failure = fields.failure { throw RecordError.unencodableField(type: "\(R.self)", detail: failure) }
-        fields.writeChecksum(fields.bytes.withUnsafeBytes { RecordChecksum.extend(0, $0) })
+        try envelope.seal(&fields, fieldsStart: fieldsStart, keyLength: keyLength)
         return keyLength
     }
 
@@ -351,28 +358,40 @@ public final class TransactionContext {
         guard key.count >= prefixLength else {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: shorter than the keyspace prefix")
         }
-        // The last 4 bytes are the checksum over key and value: damaged bytes never reach the decoders.
-        let body: UnsafeRawBufferPointer
-        do throws(RecordChecksum.Mismatch) {
-            body = try RecordChecksum.body(ofKey: key, value: value)
+        // The envelope's checksum comes first: damaged bytes never reach a transform or a decoder.
+        let sealed: RecordEnvelope.Sealed
+        do throws(RecordEnvelope.Damage) {
+            sealed = try RecordEnvelope.open(key: key, value: value)
         } catch {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: error.detail)
         }
-        var keyReader = KeyReader(UnsafeRawBufferPointer(rebasing: key[prefixLength...]))
-        var fields = FieldReader(body)
+        let keyBytes = UnsafeRawBufferPointer(rebasing: key[prefixLength...])
+        if envelope.isPlain { return try decode(R.self, key: keyBytes, version: sealed.version, fields: FieldReader(sealed.body, offset: sealed.fieldsOffset)) }
+        var scratch = takeScratch()
+        defer { self.scratch = scratch }
         do {
-            let version = try fields.readVarint()
-            guard let stored = UInt32(exactly: version) else {
-                throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: schema version \(version) is not a 32-bit number")
+            return try envelope.withFields(sealed, key: key, scratch: &scratch) { bytes, offset in
+                try decode(R.self, key: keyBytes, version: sealed.version, fields: FieldReader(bytes, offset: offset))
             }
-            if R.recordType.isVersion(stored) || sameFields(R.self).contains(stored) {
+        } catch let damage as RecordEnvelope.Damage {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: damage.detail)
+        }
+    }
+
+    /// Decodes a record of schema version `version` from its key components and its fields.
+    @inlinable
+    func decode<R: Record>(_: R.Type, key: UnsafeRawBufferPointer, version: UInt32, fields: FieldReader) throws -> R {
+        var keyReader = KeyReader(key)
+        var fields = fields
+        do {
+            if R.recordType.isVersion(version) || sameFields(R.self).contains(version) {
                 let record = try R(key: &keyReader, fields: &fields)
                 try keyReader.finish()
                 try fields.finish()
                 return record
             }
-            guard let migrated = try R.migrate(fromVersion: stored, key: &keyReader, fields: &fields) else {
-                throw RecordError.versionMismatch(type: "\(R.self)", stored: stored, current: R.recordType.version)
+            guard let migrated = try R.migrate(fromVersion: version, key: &keyReader, fields: &fields) else {
+                throw RecordError.versionMismatch(type: "\(R.self)", stored: version, current: R.recordType.version)
             }
             return migrated
         } catch let error as KeyDecodingError {
@@ -380,6 +399,14 @@ public final class TransactionContext {
         } catch let error as FieldDecodingError {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "value: \(error)")
         }
+    }
+
+    /// The scratch buffer for a transformed value's fields, taken from the context (a read made
+    /// while it is lent, by a visitor, takes a new one); put it back in ``scratch``.
+    @inlinable
+    func takeScratch() -> [UInt8] {
+        defer { scratch = nil }
+        return scratch ?? []
     }
 
     // MARK: Checks
@@ -414,7 +441,7 @@ public final class TransactionContext {
         let sameFields = try store.catalog.check(R.self, in: reader, writer: writer)
         var indexes: [ActiveIndex] = []
         if writer != nil || !R.indexes.isEmpty {
-            indexes = try IndexCatalog.prepare(R.self, keyspacePrefix: prefix(R.self), in: reader, writer: writer, remembered: store.catalog)
+            indexes = try IndexCatalog.prepare(R.self, keyspacePrefix: prefix(R.self), in: reader, writer: writer, remembered: store.catalog, envelope: envelope)
         }
         checked.append((ObjectIdentifier(R.self), sameFields, indexes))
     }

@@ -123,8 +123,8 @@ struct IndexRedefinitionTests {
                     model[id] = m
                 }
             }
-            let store = try Store(engine: engine)
-            store.faults.skipPreviousGenerations = broken
+            let store = try Store(engine: broken
+                ? DroppingEngine(engine, drops: DroppingEngine.deletes(ofGeneration: 1, of: ["byCityAge", "byAgeCovering"], in: "Member")) : engine)
             // Nothing is registered before the first write: the stored generations answer.
             try Self.expectQueries(store, model, "before any write")
             #expect(throws: RecordError.indexNotReady(type: "RedefinedMember", index: "byNickname", state: .writeOnly)) {

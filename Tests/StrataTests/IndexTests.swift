@@ -189,8 +189,7 @@ struct IndexTests {
           arguments: TestEngines.all)
     func differential(kind: EngineKind) throws {
         for broken in [false, true] {
-            try withStore(kind) { store, _ in
-                store.faults.keepStaleIndexEntries = broken
+            try withStore(kind, dropping: broken ? DroppingEngine.staleEntries : nil) { store in
                 var random = SeededGenerator(seed: 0x1D_E5 + (broken ? 1 : 0))
                 var model: [Int: Member] = [:]
                 // Values that end in or hold 00 or 01 and empty ones: an equality must return

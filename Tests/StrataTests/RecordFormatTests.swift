@@ -99,11 +99,21 @@ struct RecordFormatTests {
         }, readsBack: { bytes in
             try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: "Note", name: "byText") } == Self.byTextChanged
         }),
+        FormatVector(name: "index `byLength` of kind `length` (on `text: Int`), readable, generation 1", written: {
+            Self.byLength.encoded()
+        }, readsBack: { bytes in
+            try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: "Note", name: "byLength") } == Self.byLength
+        }),
         FormatVector(name: "record `Note(id: 7)`", written: { noteKey }, readsBack: { bytes in
             try bytes.withUnsafeBytes { raw in
                 var r = KeyReader(raw)
                 return try r.read(String.self) == "Note" && r.read(Int.self) == 7 && r.isAtEnd
             }
+        }),
+        FormatVector(name: "manifest of an LMDB store whose values pass through the transform `t`", written: {
+            Manifest.encode(Manifest.Contents(engine: "lmdb", codec: "strata-tuple", codecVersion: 1, format: 2, transforms: ["t"]))
+        }, readsBack: { bytes in
+            try Manifest.decode(bytes) == Manifest.Contents(engine: "lmdb", codec: "strata-tuple", codecVersion: 1, format: 2, transforms: ["t"])
         }),
         FormatVector(name: "manifest of an LMDB store", written: {
             Manifest.encode(Manifest.Contents(engine: "lmdb", codec: "strata-tuple", codecVersion: 1, format: 2))
@@ -185,6 +195,10 @@ struct RecordFormatTests {
         generation: 2, state: .readable,
         definition: IndexDefinition(components: [.init(name: "text", type: "String", multiValued: false)], unique: true, covering: false),
         retired: [1])
+
+    static let byLength = StoredIndex(
+        generation: 1, state: .readable,
+        definition: IndexDefinition(components: [.init(name: "text", type: "Int", multiValued: false)], unique: false, covering: false, kind: "length"))
 
     static let byTextChanged = StoredIndex(
         generation: 3, state: .writeOnly,

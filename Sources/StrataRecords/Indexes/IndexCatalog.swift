@@ -33,9 +33,20 @@ struct StoredIndex: Equatable {
     /// The feature an entry with a ``previous`` generation lists: a build that does not know it
     /// would leave that generation's entries behind its records.
     static let previousFeature = "previous-generation"
+    /// The feature an entry lists when its definition (or its previous one) is of another kind
+    /// than ``ValueIndex``: the kinds' names follow the rest (RecordFormat.md, "Indexes"), and a
+    /// build that does not know kinds would read such an index as a value index.
+    static let kindFeature = "index-kind"
 
     /// Features a build must know to use this entry: derived from what it holds.
-    var features: [String] { previous == nil ? [] : [Self.previousFeature] }
+    var features: [String] {
+        var features = previous == nil ? [] : [Self.previousFeature]
+        if hasKinds { features.append(Self.kindFeature) }
+        return features
+    }
+
+    /// Whether a definition is of another kind than the value kind.
+    private var hasKinds: Bool { definition.kind != IndexKinds.value || (previous.map { $0.definition.kind != IndexKinds.value } ?? false) }
     /// Part of the entries' prefix: a changed definition gets a new generation, so the old
     /// entries can be cleared later without being mistaken for new ones.
     var generation: Int
@@ -64,6 +75,10 @@ struct StoredIndex: Equatable {
         if let previous {
             w.write(previous.generation)
             Self.write(previous.definition, to: &w)
+        }
+        if hasKinds {
+            w.write(definition.kind)
+            if let previous { w.write(previous.definition.kind) }
         }
         return w.bytes
     }
@@ -116,6 +131,10 @@ struct StoredIndex: Equatable {
             retired = try r.read([Int].self)
             if features.contains(Self.previousFeature) {
                 previous = Previous(generation: try r.read(Int.self), definition: try Self.readDefinition(&r))
+            }
+            if features.contains(Self.kindFeature) {
+                definition.kind = try r.read(String.self)
+                if previous != nil { previous!.definition.kind = try r.read(String.self) }
             }
             try r.finish()
         } catch {
@@ -248,7 +267,7 @@ enum IndexCatalog {
     /// another store or process changed is seen) takes it from there rather than decoding and
     /// reconciling again.
     static func prepare<R: Record>(_: R.Type, keyspacePrefix: [UInt8], in tx: any KeyValueReader,
-                                   writer: (any KeyValueWriter)?, remembered memory: Catalog) throws -> [ActiveIndex] {
+                                   writer: (any KeyValueWriter)?, remembered memory: Catalog, envelope: RecordEnvelope) throws -> [ActiveIndex] {
         let keyspace = R.recordType.keyspace
         let remembered = memory.preparedIndexes(R.self)
         let catalogRange = remembered?.catalog ?? catalogRange(keyspace: keyspace)
@@ -271,7 +290,7 @@ enum IndexCatalog {
         var snapshot: CatalogSnapshot?
         func catalog() throws -> CatalogSnapshot {  // read once, for the previous generations' transcoding
             if let snapshot { return snapshot }
-            let made = try previousCatalog(R.self, in: tx)
+            let made = try previousCatalog(R.self, in: tx, envelope: envelope)
             snapshot = made
             return made
         }
@@ -340,7 +359,7 @@ enum IndexCatalog {
     /// encoding (so writes can keep it without the Swift type that declared it).
     static func previousServes(_ old: IndexDefinition, _ new: IndexDefinition, of type: RecordType) -> Bool {
         let shared = sharedComponents(old, new)
-        guard shared > 0 else { return false }
+        guard shared > 0, IndexKinds.reading(old.kind) != nil else { return false }
         if old.components[shared...].contains(where: \.multiValued) { return false }
         let fields = type.fields ?? []
         return old.components.allSatisfy { component in
@@ -359,19 +378,20 @@ enum IndexCatalog {
     }
 
     static func sharedComponents(_ a: IndexDefinition, _ b: IndexDefinition) -> Int {
-        zip(a.components, b.components).prefix { $0 == $1 }.count
+        guard a.kind == b.kind else { return 0 }  // another kind's entries hold other values
+        return zip(a.components, b.components).prefix { $0 == $1 }.count
     }
 
     /// The keyspace's catalog entry, with `R`'s current schema even before its first write: what
     /// previous generations decode stored records with.
-    private static func previousCatalog<R: Record>(_: R.Type, in tx: any KeyValueReader) throws -> CatalogSnapshot {
+    private static func previousCatalog<R: Record>(_: R.Type, in tx: any KeyValueReader, envelope: RecordEnvelope) throws -> CatalogSnapshot {
         let type = R.recordType
         var entry = try tx.get(SystemKey.keyspace(type.keyspace)).map { try CatalogEntry(decoding: $0, keyspace: type.keyspace) }
             ?? CatalogEntry(key: type.key.map { (name: $0.name, type: $0.typeName) })
         if !entry.schemas.contains(where: { $0.version == type.version }) {
             entry.schemas.append(CatalogEntry.Schema(version: type.version, fields: type.fields))
         }
-        return CatalogSnapshot(keyspace: type.keyspace, entry: entry)
+        return CatalogSnapshot(keyspace: type.keyspace, entry: entry, envelope: envelope)
     }
 
     private static func previousIndex<R: Record>(_ previous: StoredIndex.Previous, of _: R.Type, name: String, for definition: IndexDefinition,

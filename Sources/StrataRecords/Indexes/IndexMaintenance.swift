@@ -8,40 +8,6 @@ import StrataKeyCodec
 // error rather than leave entries behind.
 
 extension RecordIndex {
-    /// The encoded values of `record`'s entries (each the components' encodings concatenated),
-    /// distinct, with whether any component is `nil`.
-    @usableFromInline
-    func entryValues(of record: R) -> [IndexValue] {
-        if components.count == 1 {  // the common case: the component's values are the entries
-            var values: [IndexValue] = []
-            components[0].encode(record, &values)
-            if components[0].isMultiValued {
-                var seen = Set<[UInt8]>()
-                values.removeAll { !seen.insert($0.bytes).inserted }
-            }
-            return values
-        }
-        var entries = [IndexValue(bytes: [], isNil: false)]
-        var values: [IndexValue] = []
-        for component in components {
-            values.removeAll(keepingCapacity: true)
-            component.encode(record, &values)
-            if component.isMultiValued {
-                var seen = Set<[UInt8]>()
-                let distinct = values.filter { seen.insert($0.bytes).inserted }
-                entries = entries.flatMap { entry in
-                    distinct.map { IndexValue(bytes: entry.bytes + $0.bytes, isNil: entry.isNil || $0.isNil) }
-                }
-            } else {
-                for i in entries.indices {
-                    entries[i].bytes += values[0].bytes
-                    entries[i].isNil = entries[i].isNil || values[0].isNil
-                }
-            }
-        }
-        return entries
-    }
-
     /// `record`'s values in the entry `bytes` (concatenated components), as text for messages.
     @usableFromInline
     func describe(_ record: R, entry bytes: [UInt8]) -> String {
@@ -65,9 +31,9 @@ extension TransactionContext {
     /// Returns whether it replaced a stored record. The change is recorded for observers once the
     /// record is put (its entries follow in the same transaction).
     ///
-    /// Inlinable, so that it is specialized for the record type: a single-valued index's entry
-    /// is encoded straight into the transaction's reusable buffer (``EntryWrites``), and the old
-    /// record's entry beside it for comparison.
+    /// Inlinable, so that it is specialized for the record type. Each index's maintainer writes
+    /// the new record's entries and the old one's straight into the transaction's reusable buffer
+    /// (``EntryWrites``), where they are compared; nothing is allocated per entry.
     @inlinable @discardableResult
     func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
         // While a changed definition is built, its previous generation's entries are kept from the stored bytes.
@@ -76,47 +42,35 @@ extension TransactionContext {
         let (old, oldValue) = (stored?.record, stored?.value)
         let primary = key.dropFirst(prefix(R.self).count)
         let declared = R.indexes
-        var plan = entryWrites ?? EntryWrites()
+        let plan = entryWrites ?? EntryWrites()
         entryWrites = nil  // a write made while this one runs (none is expected) takes its own
         defer {
             plan.removeAll()
             entryWrites = plan
         }
+        // Every kind alike: the maintainer adds the new record's entries and the old one's; the
+        // entries both have are kept as they are (a covering one is rewritten: the value changed).
         for index in indexes {
-            let declaration = declared[index.position]
-            if declaration.isSingleValued {
-                var isNil = false
-                let (new, valuesEnd) = plan.appendKey(index.prefix, primary: primary) { isNil = declaration.writeValues(of: record, to: &$0) }
-                try checkEntryLength(R.self, index, new.count)
-                var kept = false
-                if let old {
-                    let (stale, _) = plan.appendKey(index.prefix, primary: primary) { _ = declaration.writeValues(of: old, to: &$0) }
-                    kept = plan.equal(new, stale)
-                    if !kept && !keepsStaleEntries { plan.writes.append((stale, .delete)) }
+            let writeEntries = declared[index.position].writeEntries  // not the whole declaration: a copy costs a retain per member
+            plan.entries.start(prefix: index.prefix, primary: primary)
+            let new = plan.collect { writeEntries(record, &$0) }
+            let stale = old.map { old in plan.collect { writeEntries(old, &$0) } } ?? 0..<0
+            let (hashedNew, hashedStale) = (plan.hashedKeys(new), plan.hashedKeys(stale))
+            for position in new {
+                let entry = plan.entries.found[position]
+                try checkEntryLength(R.self, index, entry.key.count)
+                let kept = plan.contains(position, in: stale, hashed: hashedStale)
+                if index.unique && !entry.isNil && !kept {
+                    let bound = Array(plan.keys.bytes[entry.key.lowerBound..<entry.valuesEnd])
+                    try checkUnique(R.self, index, bound: bound, primary: primary) { declared[index.position].describe(record, entry: Array(bound[index.prefix.count...])) }
                 }
-                if index.unique && !isNil && !kept {
-                    let bound = Array(plan.keys.bytes[new.lowerBound..<valuesEnd])
-                    try checkUnique(R.self, index, bound: bound, primary: primary) { declaration.describe(record, entry: Array(bound[index.prefix.count...])) }
-                }
-                if index.covering || !kept { plan.writes.append((new, index.covering ? .putValue : .put)) }
-            } else {
-                let new = declaration.entryValues(of: record)
-                let previous = old.map { Set(declaration.entryValues(of: $0).map(\.bytes)) } ?? []
-                for entry in new {
-                    let kept = previous.contains(entry.bytes)
-                    let (entryKey, _) = plan.appendKey(index.prefix, primary: primary) { $0.write(contentsOf: entry.bytes) }
-                    try checkEntry(record, declaration, index, entry, keyLength: entryKey.count, primary: primary, isNew: !kept)
-                    if index.covering || !kept { plan.writes.append((entryKey, index.covering ? .putValue : .put)) }
-                }
-                if !previous.isEmpty && !keepsStaleEntries {
-                    let current = Set(new.map(\.bytes))
-                    for bytes in previous where !current.contains(bytes) {
-                        plan.writes.append((plan.appendKey(index.prefix, primary: primary) { $0.write(contentsOf: bytes) }.key, .delete))
-                    }
-                }
+                if index.covering || !kept { plan.writes.append(.init(entry.key, index.covering ? .putValue : .put)) }
+            }
+            for position in stale where !plan.contains(position, in: new, hashed: hashedNew) {
+                plan.writes.append(.init(plan.entries.found[position].key, .delete))
             }
         }
-        let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: Array(key), value: Array(value), old: oldValue, into: &plan) : []
+        let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: Array(key), value: Array(value), old: oldValue, into: plan) : []
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { try writer.put($0, forKey: k) } }
         if changes != nil { recordChange(R.self, key: key, old != nil ? .update : .insert) }
         try plan.apply(to: writer, value: value)
@@ -132,18 +86,13 @@ extension TransactionContext {
         }
     }
 
-    /// The test fault that leaves an overwritten record's old entries behind (read only when an
-    /// entry changes).
-    @usableFromInline var keepsStaleEntries: Bool { store.faults.keepStaleIndexEntries }
-
     /// The writes of the previous generations of changed definitions (their entries are kept
     /// while the new ones are built, computed from the stored bytes), added to `plan` once the
     /// typed checks have passed; returns the indexes whose previous generation cannot be kept for
     /// this record and must be retired.
     @usableFromInline
     func previousGenerationWrites<R: Record>(_: R.Type, _ indexes: [ActiveIndex], key: [UInt8], value: [UInt8], old: [UInt8]?,
-                                             into plan: inout EntryWrites) throws -> [String] {
-        guard !store.faults.skipPreviousGenerations else { return [] }
+                                             into plan: EntryWrites) throws -> [String] {
         var dropped: [String] = []
         for index in indexes {
             guard let generation = index.previous else { continue }
@@ -271,7 +220,7 @@ extension TransactionContext {
         let primary = key.dropFirst(prefix(R.self).count)
         var previousEntries: [[UInt8]] = []
         var dropped: [String] = []
-        if let value, !store.faults.skipPreviousGenerations {
+        if let value {
             for index in indexes {
                 guard let previous = index.previous else { continue }
                 if let (_, old) = try self.previousEntries(R.self, previous, key: key, value: nil, old: value) {

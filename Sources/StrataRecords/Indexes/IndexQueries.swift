@@ -37,7 +37,7 @@ extension RecordIndex {
         let prefixLength = ctx.prefix(R.self).count
         let sameFields = ctx.sameFields(R.self)
         try ctx.scanIndexRows(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, key, value in
-            try body(try ctx.makeView(R.self, key: key, value: value, prefixLength: prefixLength, sameFields: sameFields))
+            try ctx.withView(R.self, key: key, value: value, prefixLength: prefixLength, sameFields: sameFields, body)
         }
     }
 

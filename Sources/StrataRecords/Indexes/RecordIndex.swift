@@ -52,7 +52,10 @@ import StrataKeyCodec
 ///   rather than to the limit. A write whose old entries are not where its stored bytes put them
 ///   (a migrated record, a component that is not the field of its name) retires the old
 ///   generation. A unique constraint added by the change holds once the build has checked every record.
-public struct RecordIndex<R: Record>: Sendable {
+///
+/// `@unchecked Sendable`: its closure captures only a `Sendable` maintainer; it is not marked
+/// `@Sendable` because the generic metatypes captured there are not (yet) `Sendable`.
+public struct RecordIndex<R: Record>: @unchecked Sendable {
     /// The index's name, unique within the record type; part of every entry key.
     public let name: String
     /// The indexed values, in order.
@@ -61,41 +64,53 @@ public struct RecordIndex<R: Record>: Sendable {
     public let unique: Bool
     /// Whether each entry holds the record's value (reads need no second lookup; entries are larger).
     public let covering: Bool
-    /// Whether every component is single-valued: each record then has exactly one entry, which
-    /// writes build in place (``writeValues(of:to:)``).
-    @usableFromInline let isSingleValued: Bool
+    /// The index's kind (``IndexMaintainer/kind``): `value` unless declared with a maintainer.
+    public let kind: String
+    /// Adds a record's entries: the maintainer's ``IndexMaintainer/writeEntries(of:to:)``, captured
+    /// where the index is declared, so it is specialized for `R`.
+    @usableFromInline let writeEntries: (R, inout IndexEntries) -> Void
 
     /// An index named `name` on `components`, in order.
+    @inlinable
     public init(_ name: String, _ components: IndexComponent<R>..., unique: Bool = false, covering: Bool = false) {
         self.init(name, components: components, unique: unique, covering: covering)
     }
 
-    /// An index named `name` on `components`, in order.
+    /// An index named `name` on `components`, in order (a ``ValueIndex``).
+    @inlinable
     public init(_ name: String, components: [IndexComponent<R>], unique: Bool = false, covering: Bool = false) {
+        self.init(name, ValueIndex(components), unique: unique, covering: covering)
+    }
+
+    /// An index named `name` whose entries `maintainer` writes: an index of another kind than
+    /// ``ValueIndex`` (register the kind in ``IndexKinds`` for the tools that read a store without
+    /// its Swift types).
+    @inlinable
+    public init<M: IndexMaintainer>(_ name: String, _ maintainer: M, unique: Bool = false, covering: Bool = false) where M.Indexed == R {
         precondition(!name.isEmpty, "an index needs a name")
-        precondition(!components.isEmpty, "index \(name) needs at least one component")
-        precondition(components.filter(\.isMultiValued).count <= 1, "index \(name): at most one component may be multi-valued")
+        precondition(!maintainer.components.isEmpty, "index \(name) needs at least one component")
         self.name = name
-        self.components = components
+        self.components = maintainer.components
         self.unique = unique
         self.covering = covering
-        isSingleValued = components.allSatisfy { !$0.isMultiValued }
+        self.kind = M.kind
+        writeEntries = { record, entries in maintainer.writeEntries(of: record, to: &entries) }
     }
 
-    /// Appends the encodings of `record`'s values (an index whose components are all
-    /// single-valued); returns whether any is `nil`.
-    @inlinable
-    func writeValues(of record: R, to writer: inout KeyWriter) -> Bool {
-        var isNil = false
-        for component in components where component.write(record, &writer) { isNil = true }
-        return isNil
+    /// The encoded values of `record`'s entries (each the components' encodings concatenated),
+    /// distinct, with whether any component is `nil`.
+    @usableFromInline
+    func entryValues(of record: R) -> [IndexValue] {
+        var entries = IndexEntries(keys: KeyWriter(capacity: 32))
+        writeEntries(record, &entries)
+        return entries.found.indices.map { IndexValue(bytes: Array(entries.keys.bytes[entries.found[$0].key]), isNil: entries.found[$0].isNil) }
     }
 
-    /// The definition as the catalog stores it: components (names, types, multi-valued), unique,
-    /// covering. A change of any of these under the same name rebuilds the index.
+    /// The definition as the catalog stores it: kind, components (names, types, multi-valued),
+    /// unique, covering. A change of any of these under the same name rebuilds the index.
     var definition: IndexDefinition {
         IndexDefinition(components: components.map { .init(name: $0.name, type: $0.typeName, multiValued: $0.isMultiValued) },
-                        unique: unique, covering: covering)
+                        unique: unique, covering: covering, kind: kind)
     }
 }
 
@@ -141,9 +156,19 @@ public struct IndexComponent<R: Record>: @unchecked Sendable {
     /// A property whose value is indexed: `.field("email", \.email)`.
     @inlinable
     public static func field<V: KeyComponent>(_ name: String, _ value: KeyPath<R, V> & Sendable) -> IndexComponent {
+        computed(name) { $0[keyPath: value] }
+    }
+
+    /// A value computed from the record, named `name` in the catalog: `.computed("length") {
+    /// $0.title.count }`. The index kinds of your own (``IndexMaintainer``) declare their
+    /// components with it; a ``ValueIndex`` on one is read by the tools without the Swift type
+    /// only when `name` is also a stored field holding the same value. `value` may be called on
+    /// any thread: it must read the record and nothing else.
+    @inlinable
+    public static func computed<V: KeyComponent>(_ name: String, _ value: @escaping (R) -> V) -> IndexComponent {
         let optional = V.self is any OptionalIndexValue.Type
         let write: (R, inout KeyWriter) -> Bool = { record, writer in
-            let v = record[keyPath: value]
+            let v = value(record)
             writer.append(v)
             return optional && (v as? any OptionalIndexValue)?.isNil == true
         }
@@ -154,7 +179,7 @@ public struct IndexComponent<R: Record>: @unchecked Sendable {
                 let isNil = write(record, &writer)
                 values.append(IndexValue(bytes: writer.bytes, isNil: isNil))
             },
-            describe: { record, _ in describeValue(record[keyPath: value]) })
+            describe: { record, _ in describeValue(value(record)) })
     }
 
     /// A collection property each of whose distinct elements gets an entry: `.each("tags", \.tags)`.
@@ -220,6 +245,8 @@ struct IndexDefinition: Equatable, Sendable {
     var components: [Component]
     var unique: Bool
     var covering: Bool
+    /// The index's kind (``IndexMaintainer/kind``).
+    var kind: String = IndexKinds.value
 
     /// `email: String` or `each tags: String`, for messages.
     var layout: String {

@@ -8,13 +8,17 @@ struct CatalogSnapshot {
     /// Each keyspace's index definitions, in name order.
     var indexes: [String: [(name: String, index: StoredIndex)]] = [:]
     var problems: [StoreProblem] = []
+    /// How the store's values are sealed (its transforms).
+    let envelope: RecordEnvelope
 
     /// A snapshot of one keyspace's entry (without indexes), to decode its records.
-    init(keyspace: String, entry: CatalogEntry) {
+    init(keyspace: String, entry: CatalogEntry, envelope: RecordEnvelope) {
         keyspaces = [keyspace: entry]
+        self.envelope = envelope
     }
 
-    init(_ tx: any KeyValueReader) throws {
+    init(_ tx: any KeyValueReader, envelope: RecordEnvelope) throws {
+        self.envelope = envelope
         for (key, value) in try tx.pairs(SystemKey.keyspaces) {
             do {
                 let name = try FormatUpgrade.keyspaceName(ofCatalogKey: key)
@@ -133,37 +137,50 @@ extension CatalogSnapshot {
         guard components.count == entry.key.count, zip(entry.key, components).allSatisfy({ Self.keyValue($1, fits: $0.type) }) else {
             throw RecordDecodingFailure(kind: .undecodableKey, detail: "the key \(StoredValue.array(components).json) does not fit the layout (\(layout))")
         }
-        let body: UnsafeRawBufferPointer
-        do throws(RecordChecksum.Mismatch) {
-            body = try RecordChecksum.body(ofKey: key, value: value)
+        let sealed: RecordEnvelope.Sealed
+        do throws(RecordEnvelope.Damage) {
+            sealed = try RecordEnvelope.open(key: key, value: value)
         } catch {
-            throw RecordDecodingFailure(kind: .checksumMismatch, detail: error.detail)
+            throw RecordDecodingFailure(kind: error.kind == .checksum ? .checksumMismatch : .undecodableFields, detail: error.detail)
         }
-        var reader = FieldReader(body)
+        var scratch: [UInt8] = []
+        let decoded: Result<DecodedRecord, any Error>
         do {
-            let rawVersion = try reader.readVarint()
-            guard let version = UInt32(exactly: rawVersion) else {
-                throw FieldDecodingError(offset: 0, reason: "schema version \(rawVersion) is not a 32-bit number")
+            decoded = try envelope.withFields(sealed, key: key, scratch: &scratch) { bytes, offset in
+                Result { try Self.decodeFields(bytes, offset: offset, keyspace: keyspace, key: components, version: sealed.version, entry: entry) }
             }
-            guard let fields = entry.schemas.first(where: { $0.version == version })?.fields else {
-                let rest = Array(UnsafeRawBufferPointer(rebasing: body[reader.offset...]))
-                return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: [], undescribed: rest)
-            }
-            var decoded: [DecodedRecord.Field] = []
-            for field in fields {
-                let layout = FieldLayout(field.format)
-                guard layout.isDescribed else {
-                    let rest = Array(UnsafeRawBufferPointer(rebasing: body[reader.offset...]))
-                    decoded.append(.init(name: field.name, value: .opaque(format: field.format.descriptor, bytes: rest)))
-                    return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: decoded, undescribed: nil)
-                }
-                decoded.append(.init(name: field.name, value: try layout.read(&reader)))
-            }
-            try reader.finish()
-            return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: decoded, undescribed: nil)
+        } catch let damage as RecordEnvelope.Damage {
+            throw RecordDecodingFailure(kind: .undecodableFields, detail: damage.detail)
         } catch {
             throw RecordDecodingFailure(kind: .undecodableFields, detail: "\(error)")
         }
+        switch decoded {
+        case .success(let record): return record
+        case .failure(let error): throw RecordDecodingFailure(kind: .undecodableFields, detail: "\(error)")
+        }
+    }
+
+    /// Decodes the fields of schema version `version` from `bytes` (from `offset` on) with the
+    /// layout the catalog gives that version; a version it does not describe keeps its bytes.
+    private static func decodeFields(_ bytes: UnsafeRawBufferPointer, offset: Int, keyspace: String, key components: [StoredValue],
+                                     version: UInt32, entry: CatalogEntry) throws -> DecodedRecord {
+        var reader = FieldReader(bytes, offset: offset)
+        guard let fields = entry.schemas.first(where: { $0.version == version })?.fields else {
+            let rest = Array(UnsafeRawBufferPointer(rebasing: bytes[reader.offset...]))
+            return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: [], undescribed: rest)
+        }
+        var decoded: [DecodedRecord.Field] = []
+        for field in fields {
+            let layout = FieldLayout(field.format)
+            guard layout.isDescribed else {
+                let rest = Array(UnsafeRawBufferPointer(rebasing: bytes[reader.offset...]))
+                decoded.append(.init(name: field.name, value: .opaque(format: field.format.descriptor, bytes: rest)))
+                return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: decoded, undescribed: nil)
+            }
+            decoded.append(.init(name: field.name, value: try layout.read(&reader)))
+        }
+        try reader.finish()
+        return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: decoded, undescribed: nil)
     }
 
     /// Whether a decoded key component can be a value of the Swift type named `type`; names of
@@ -208,9 +225,12 @@ extension CatalogSnapshot {
         if record.undescribed != nil {
             throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
         }
+        guard let reading = IndexKinds.reading(definition.kind) else {
+            throw IndexUnverifiable(reason: "index kind \(definition.kind) is not registered (IndexKinds): its entries come from Swift code only")
+        }
         var combinations: [[UInt8]] = [SystemKey.indexEntries(keyspace: keyspace, name: name, generation: generation)]
         for component in definition.components {
-            guard let value = record.value(named: component.name, keyLayout: keyLayout) else {
+            guard let value = record.value(named: component.name, keyLayout: keyLayout).flatMap({ component.multiValued ? $0 : reading($0) }) else {
                 throw IndexUnverifiable(reason: "component \(component.name) is not a stored field or key component the catalog describes")
             }
             var encodings: [[UInt8]] = []
@@ -219,7 +239,7 @@ extension CatalogSnapshot {
                     throw IndexUnverifiable(reason: "multi-valued component \(component.name) is not an array or set field")
                 }
                 for element in elements {
-                    guard let bytes = element.keyEncoding else {
+                    guard let bytes = reading(element)?.keyEncoding else {
                         throw IndexUnverifiable(reason: "the elements of \(component.name) have no key encoding")
                     }
                     if !encodings.contains(bytes) { encodings.append(bytes) }

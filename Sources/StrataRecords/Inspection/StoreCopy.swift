@@ -118,7 +118,7 @@ extension Store {
         guard copied == digest else {
             throw StoreToolError.copyMismatch(path: location, detail: "\(copied.pairs) pairs read back, \(digest.pairs) copied")
         }
-        try target.write { tx in try tx.put(StrataRecords.Manifest.encode(StrataRecords.Manifest.current(target)), forKey: SystemKey.manifest) }
+        try target.write { tx in try tx.put(StrataRecords.Manifest.encode(StrataRecords.Manifest.current(target, transforms: envelope.names)), forKey: SystemKey.manifest) }
         try target.close()
         return CopyReport(pairs: digest.pairs + 1, bytes: digest.bytes, batches: batches + 1)
     }

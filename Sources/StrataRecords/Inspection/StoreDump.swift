@@ -21,7 +21,7 @@ extension Store {
                      _ visit: (Result<DecodedRecord, StoreProblem>) throws -> Bool) throws {
         let range = try Self.dumpRange(keyspace: keyspace, from: from, to: to)
         try engine.read { tx in
-            let catalog = try CatalogSnapshot(tx)
+            let catalog = try CatalogSnapshot(tx, envelope: envelope)
             var ticker = try ProgressTicker(tx, range, progress)
             defer { try? ticker.finish() }
             try tx.scan(range, reverse: false, limit: nil) { key, value in

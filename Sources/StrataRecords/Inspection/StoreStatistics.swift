@@ -92,7 +92,7 @@ extension Store {
     public func statistics(progress: ((InspectionProgress) -> Void)? = nil) throws -> StoreStatistics {
         try engine.read { tx in
             var ticker = try ProgressTicker(tx, .all, progress)
-            let catalog = try CatalogSnapshot(tx)
+            let catalog = try CatalogSnapshot(tx, envelope: envelope)
             let manifest = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode)
             let features = try tx.get(SystemKey.features).map(StrataRecords.Manifest.decodeFeatures) ?? []
             var keyspaces: [String: StoreStatistics.Keyspace] = [:]

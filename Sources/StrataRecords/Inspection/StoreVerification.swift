@@ -150,7 +150,7 @@ extension Store {
     private func verify(listing limit: Int, ticking progress: @escaping (InspectionProgress) -> Void) throws -> StoreVerification {
         try engine.read { tx in
             var report = StoreVerification()
-            let catalog = try CatalogSnapshot(tx)
+            let catalog = try CatalogSnapshot(tx, envelope: envelope)
             for problem in catalog.problems { report.add(problem, listing: limit) }
             var ticker = try ProgressTicker(tx, .all, progress)
 

@@ -297,11 +297,7 @@ extension TransactionContext {
         let (batch, exhausted) = try batching.next(in: reader, KeyRange.components(prefix: keyspacePrefix), after: try reader.get(jobKey))
         let current = sameFields(R.self)
         for (key, value) in batch {
-            let version: UInt64? = value.withUnsafeBytes { raw in
-                var fields = FieldReader(raw)
-                return try? fields.readVarint()
-            }
-            if let version, let stored = UInt32(exactly: version), R.recordType.isVersion(stored) || current.contains(stored) { continue }
+            if let stored = value.withUnsafeBytes(RecordEnvelope.peekVersion), R.recordType.isVersion(stored) || current.contains(stored) { continue }
             guard let record = try readable(R.self, key: key, value: value) else {
                 report.unconvertible += 1
                 if report.firstUnconvertibleKeys.count < 10 { report.firstUnconvertibleKeys.append(key) }

@@ -1,0 +1,161 @@
+import StrataEngine
+
+/// The one owner of a record's stored value (RecordFormat.md, "Record values"):
+///
+///     varint(schema version) ‖ T(fields) ‖ CRC-32C(key ‖ everything before it), 4 bytes little-endian
+///
+/// `T` is the store's chain of value transforms (``ValueTransform``), named in its manifest, so a
+/// store never opens without the transforms it was written with. Without one (every store
+/// today) `T(fields)` is the fields as ``Record/writeFields(to:)`` wrote them, and reads lend the
+/// engine's bytes as they are. The checksum covers the stored bytes, so a damaged value is
+/// refused before a transform or a decoder sees it.
+///
+/// Inserts seal through ``seal(_:fieldsStart:)``; every reader opens through ``open(key:value:)``
+/// and ``withFields(_:key:scratch:_:)``: typed reads, record views, index reads (a covering
+/// entry holds the record's sealed value), the inspection tools and the previous generations of
+/// changed index definitions.
+@usableFromInline
+struct RecordEnvelope: Sendable {
+    /// The transforms applied to a record's fields, in order (reversed on reads in reverse order).
+    @usableFromInline let transforms: [any ValueTransform]
+    /// Whether the chain is empty: the stored fields are the record's own.
+    @usableFromInline let isPlain: Bool
+
+    /// The envelope of a store without transforms.
+    static let plain = RecordEnvelope([])
+
+    init(_ transforms: [any ValueTransform]) {
+        self.transforms = transforms
+        isPlain = transforms.isEmpty
+    }
+
+    /// The chain's names, as the manifest stores them.
+    var names: [String] { transforms.map(\.name) }
+
+    /// Why a stored value cannot be opened, for a record error's detail.
+    @usableFromInline
+    struct Damage: Error {
+        @usableFromInline enum Kind: Sendable { case checksum, version, transform }
+        @usableFromInline let kind: Kind
+        @usableFromInline let detail: String
+        @inlinable init(_ kind: Kind, _ detail: String) {
+            self.kind = kind
+            self.detail = detail
+        }
+    }
+
+    /// A stored value whose checksum matched: its schema version and its fields as stored
+    /// (`body` from `fieldsOffset` on, transformed when the chain is not empty).
+    @usableFromInline
+    struct Sealed {
+        @usableFromInline let version: UInt32
+        /// The value without its checksum.
+        @usableFromInline let body: UnsafeRawBufferPointer
+        /// Where in `body` the fields start (after the version).
+        @usableFromInline let fieldsOffset: Int
+        @inlinable init(version: UInt32, body: UnsafeRawBufferPointer, fieldsOffset: Int) {
+            (self.version, self.body, self.fieldsOffset) = (version, body, fieldsOffset)
+        }
+        /// The stored fields.
+        @inlinable var fields: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[fieldsOffset...]) }
+    }
+
+    /// Seals the value `buffer` holds after the record's key: the key's bytes, then the version,
+    /// then the fields from `fieldsStart` on. Transforms the fields and appends the checksum over
+    /// key and value (one pass over the buffer).
+    @inlinable
+    func seal(_ buffer: inout FieldWriter, fieldsStart: Int, keyLength: Int) throws {
+        if !isPlain { try transform(&buffer.bytes, fieldsStart: fieldsStart, keyLength: keyLength) }
+        buffer.writeChecksum(buffer.bytes.withUnsafeBytes { RecordChecksum.extend(0, $0) })
+    }
+
+    /// Runs the chain over `bytes[fieldsStart...]` in place.
+    @usableFromInline
+    func transform(_ bytes: inout [UInt8], fieldsStart: Int, keyLength: Int) throws {
+        var input = Array(bytes[fieldsStart...])
+        var output: [UInt8] = []
+        for transform in transforms {
+            output.removeAll(keepingCapacity: true)
+            try bytes.withUnsafeBytes { all in
+                try input.withUnsafeBytes { try transform.apply($0, key: UnsafeRawBufferPointer(rebasing: all[..<keyLength]), to: &output) }
+            }
+            swap(&input, &output)
+        }
+        bytes.replaceSubrange(fieldsStart..., with: input)
+    }
+
+    /// Checks a stored value's checksum against `key` and reads its schema version; damaged,
+    /// truncated and foreign values throw, naming what is wrong.
+    @inlinable @inline(__always)
+    static func open(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(Damage) -> Sealed {
+        let body: UnsafeRawBufferPointer
+        do throws(RecordChecksum.Mismatch) {
+            body = try RecordChecksum.body(ofKey: key, value: value)
+        } catch {
+            throw Damage(.checksum, error.detail)
+        }
+        // The version, a varint of at most five bytes, read in line: through the field reader
+        // (and its error paths) it cost 60 instructions of every record read.
+        var version: UInt32 = 0
+        for offset in 0..<min(body.count, 5) {
+            let byte = body[offset]
+            version |= UInt32(truncatingIfNeeded: byte & 0x7F) << UInt32(7 * offset)
+            if byte & 0x80 == 0 {
+                if offset == 4 && byte > 0x0F { break }  // over 32 bits: the reader below says why
+                return Sealed(version: version, body: body, fieldsOffset: offset + 1)
+            }
+        }
+        return try openSlowly(body)
+    }
+
+    /// The version of a value the fast path refused, or the error that says why it is bad.
+    @usableFromInline
+    static func openSlowly(_ body: UnsafeRawBufferPointer) throws(Damage) -> Sealed {
+        var reader = FieldReader(body)
+        let version: UInt64
+        do {
+            version = try reader.readVarint()
+        } catch {
+            throw Damage(.version, "value: \(error)")
+        }
+        guard let stored = UInt32(exactly: version) else {
+            throw Damage(.version, "value: schema version \(version) is not a 32-bit number")
+        }
+        return Sealed(version: stored, body: body, fieldsOffset: reader.offset)
+    }
+
+    /// The schema version at the start of a stored value, without checking its checksum: a
+    /// glance for a pass that picks the records it reads (which ``open(key:value:)`` then checks).
+    static func peekVersion(_ value: UnsafeRawBufferPointer) -> UInt32? {
+        var reader = FieldReader(value)
+        return (try? reader.readVarint()).flatMap { UInt32(exactly: $0) }
+    }
+
+    /// Lends `sealed`'s fields as the record wrote them to `body`, with the offset they start at:
+    /// the stored bytes themselves without transforms, else the chain's reversal into `scratch`.
+    /// A transform that refuses the bytes throws ``Damage``.
+    @inlinable
+    func withFields<T>(_ sealed: Sealed, key: UnsafeRawBufferPointer, scratch: inout [UInt8],
+                       _ body: (_ bytes: UnsafeRawBufferPointer, _ offset: Int) throws -> T) throws -> T {
+        if isPlain { return try body(sealed.body, sealed.fieldsOffset) }
+        try reverse(sealed.fields, key: key, into: &scratch)
+        return try scratch.withUnsafeBytes { try body($0, 0) }
+    }
+
+    /// The chain's reversal of `stored` into `output`.
+    @usableFromInline
+    func reverse(_ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(Damage) {
+        output.removeAll(keepingCapacity: true)
+        output.append(contentsOf: stored)
+        var input: [UInt8] = []
+        for transform in transforms.reversed() {
+            swap(&input, &output)
+            output.removeAll(keepingCapacity: true)
+            do {
+                try input.withUnsafeBytes { try transform.reverse($0, key: key, to: &output) }
+            } catch {
+                throw Damage(.transform, "value: transform \(transform.name): \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// The registry of index kinds, by the name stored in each index's definition: how each kind's
+/// entries are computed from a record decoded through the catalog, without its Swift type. The
+/// typed side of a kind (its ``IndexMaintainer``) is given where its index is declared; this side
+/// serves what reads a store without the types: ``Store/verify(listing:progress:)`` and the
+/// previous generation of a changed definition, which stands in while the new one is built.
+///
+/// `value` (``ValueIndex``) is built in. A kind that is not registered still works for
+/// every typed read and write; verification reports its indexes as not checked, naming the
+/// kind, and a changed definition of it waits for its build rather than read the old entries.
+public enum IndexKinds {
+    /// The name of the built-in kind, ``ValueIndex``.
+    public static let value = "value"
+
+    /// How a kind's component values are read from the stored fields they name: the stored value
+    /// (of the field or key component named like the component; each element, for a
+    /// multi-valued one) to the value its entry holds, or `nil` when it has none.
+    public typealias CatalogReading = @Sendable (StoredValue) -> StoredValue?
+
+    private static let registered = Registered()
+
+    /// `@unchecked Sendable`: its one variable is guarded by its lock.
+    private final class Registered: @unchecked Sendable {
+        let lock = NSLock()
+        var readings: [String: CatalogReading] = [:]
+    }
+
+    /// Registers (or replaces) how kind `kind`'s entries are read without the record's Swift type.
+    public static func register(_ kind: String, reading: @escaping CatalogReading) {
+        precondition(kind != value, "the value kind is built in")
+        registered.lock.withLock { registered.readings[kind] = reading }
+    }
+
+    /// How `kind`'s component values are read from stored ones; `nil` for a kind not registered.
+    static func reading(_ kind: String) -> CatalogReading? {
+        if kind == value { return { $0 } }
+        return registered.lock.withLock { registered.readings[kind] }
+    }
+}

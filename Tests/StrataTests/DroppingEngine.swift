@@ -1,0 +1,88 @@
+import StrataEngine
+import StrataKeyCodec
+@testable import StrataRecords
+
+/// An engine that silently drops the puts and deletes a rule picks, wrapping a correct one: the
+/// defects the record layer's checks must catch (an overwrite that leaves its old index entries,
+/// writes that do not keep an index's previous generation) made without touching the product.
+/// It keeps the inner engine's name, so stores open on it as on the inner engine.
+final class DroppingEngine: KeyValueEngine, Sendable {
+    enum Operation: Sendable { case put, delete }
+    typealias Rule = @Sendable (Operation, UnsafeRawBufferPointer) -> Bool
+
+    let inner: any KeyValueEngine
+    let drops: Rule
+    var engineName: String { inner.engineName }
+    var capabilities: EngineCapabilities { inner.capabilities }
+
+    init(_ inner: any KeyValueEngine, drops: @escaping Rule) {
+        self.inner = inner
+        self.drops = drops
+    }
+
+    func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
+        try inner.read { try body($0) }
+    }
+
+    func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
+        try inner.write { try body(DroppingTransaction($0, drops: drops)) }
+    }
+
+    func close() throws { try inner.close() }
+
+    /// Drops the deletes of index entries (every index, every generation): an overwrite or a
+    /// delete then leaves the old record's entries behind.
+    static let staleEntries: Rule = { operation, key in
+        operation == .delete && key.starts(with: SystemKey.prefix + KeyCodec.encode("ix"))
+    }
+
+    /// Drops the deletes of the entries of generation `generation` of `keyspace`'s indexes `names`:
+    /// writes then leave a replaced record's entries in that generation (the previous one of a
+    /// changed definition) behind. (Its puts still go: a missing entry makes writes retire the
+    /// generation, which hides the defect rather than shows it.)
+    static func deletes(ofGeneration generation: Int, of names: [String], in keyspace: String) -> Rule {
+        let prefixes = names.map { SystemKey.indexEntries(keyspace: keyspace, name: $0, generation: generation) }
+        return { operation, key in operation == .delete && prefixes.contains { key.starts(with: $0) } }
+    }
+}
+
+/// `body` with a store of `kind` in a temporary directory whose writes `rule` thins out (none
+/// when `nil`).
+func withStore<R>(_ kind: EngineKind, dropping rule: DroppingEngine.Rule?, _ body: (Store) throws -> R) throws -> R {
+    let dir = TemporaryDirectory()
+    defer { dir.cleanup() }
+    let engine = try kind.open(dir.path)
+    let store = try Store(engine: rule.map { DroppingEngine(engine, drops: $0) } ?? engine)
+    defer { try? store.close() }
+    return try body(store)
+}
+
+final class DroppingTransaction: KeyValueWriter {
+    let inner: any KeyValueWriter
+    let drops: DroppingEngine.Rule
+
+    init(_ inner: any KeyValueWriter, drops: @escaping DroppingEngine.Rule) {
+        self.inner = inner
+        self.drops = drops
+    }
+
+    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        try inner.withValue(forKey: key, body)
+    }
+
+    func scan(_ range: KeyRange, reverse: Bool, limit: Int?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try inner.scan(range, reverse: reverse, limit: limit, visit)
+    }
+
+    func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
+        if drops(.put, key) { return }
+        try inner.put(value, forKey: key)
+    }
+
+    func delete(_ key: UnsafeRawBufferPointer) throws {
+        if drops(.delete, key) { return }
+        try inner.delete(key)
+    }
+
+    func clear(_ range: KeyRange) throws -> Int { try inner.clear(range) }
+}
