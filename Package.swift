@@ -9,7 +9,7 @@
 //                         depending on the core and their C library
 //   Sources/StrataEtcd    the etcd engine (a cluster over its JSON gateway); StrataEtcdCluster starts
 //                         local clusters; Sources/strata-etcd is its tool (not built by `make run`)
-//   Sources/StrataKeyCodec the order-preserving codec for typed index keys
+//   Sources/StrataKeyCodec the order-preserving codec for typed index keys (a leaf)
 //   Sources/CCRC32C       CRC-32C (hardware where the CPU has it), the record checksum
 //   Sources/StrataSchemaHash the hash of derived schema versions (the record layer and the macro plugin)
 //   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter);
@@ -27,7 +27,8 @@ import PackageDescription
 
 let package = Package(
     name: "Strata",
-    platforms: [.macOS(.v14)],
+    // macOS 15: the Synchronization module (Mutex, Atomic) the engines and the record layer use.
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
         .library(name: "StrataLMDB", targets: ["StrataLMDB"]),
@@ -76,8 +77,8 @@ let package = Package(
         .target(name: "StrataEtcd", dependencies: ["StrataEngine"]),
         .target(name: "StrataEtcdCluster"),
 
-        // The order-preserving key codec. Uses the core's KeyRange type; no engine.
-        .target(name: "StrataKeyCodec", dependencies: ["StrataEngine"]),
+        // The order-preserving key codec: a leaf (its key ranges live in the record layer).
+        .target(name: "StrataKeyCodec"),
 
         // CRC-32C, the record checksum: the CPU's instruction where it has one, chosen at run time.
         .target(name: "CCRC32C"),

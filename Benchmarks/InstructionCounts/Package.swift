@@ -6,6 +6,7 @@ import PackageDescription
 
 let package = Package(
     name: "instruction-counts",
+    platforms: [.macOS(.v15)],
     dependencies: [.package(name: "strata", path: "../..")],
     targets: [.executableTarget(name: "instruction-counts", dependencies: [
         .product(name: "StrataRecords", package: "strata"), .product(name: "StrataLMDB", package: "strata"),

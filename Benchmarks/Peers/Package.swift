@@ -12,6 +12,7 @@ let strata = strataRoot.lastPathComponent.lowercased()
 
 let package = Package(
     name: "StrataPeers",
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: "../.."),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),

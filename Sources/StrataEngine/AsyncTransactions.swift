@@ -69,6 +69,8 @@ private func onTransactionThread<Body, R: Sendable>(
 }
 
 /// Whether a queued transaction may still start: cancellation wins only before the start.
+///
+/// `@unchecked Sendable`: its flags are guarded by `lock`.
 private final class StartGate: @unchecked Sendable {
     private let lock = NSLock()
     private var started = false
@@ -87,6 +89,8 @@ private final class StartGate: @unchecked Sendable {
 }
 
 /// Holds a closure until the worker takes it out, leaving nothing behind.
+///
+/// `@unchecked Sendable`: the body is taken once, by the one thread that runs it.
 private final class ClosureBox<Body>: @unchecked Sendable {
     private var body: Body?
     init(_ body: Body) { self.body = body }

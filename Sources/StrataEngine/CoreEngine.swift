@@ -10,6 +10,8 @@
 /// ```
 ///
 /// and either hand it out as it is or wrap it in a type of their own (``CoreBackedEngine``).
+///
+/// `@unchecked Sendable`: `storage` is not `Sendable`: its gate (`TransactionGate`) decides which thread uses it when.
 public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
     /// The adapter's declaration: the name, capabilities and limits this engine reports, the
     /// limits the core enforces, and how it treats the storage (marker file, reads of own writes).

@@ -7,6 +7,8 @@ import Foundation
 /// ``CoreEngine`` wraps each transaction in ``withRead(_:)`` or ``withWrite(_:)`` and releases
 /// the storage inside ``close(_:)``. Nesting is detected per thread: transaction bodies are
 /// synchronous, so a body runs entirely on the thread that began it.
+///
+/// `@unchecked Sendable`: every variable is guarded by `condition`.
 final class TransactionGate: @unchecked Sendable {
     private let condition = NSCondition()
     private var closing = false

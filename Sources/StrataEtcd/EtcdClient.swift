@@ -61,6 +61,8 @@ typealias JSON = [String: Any]
 
 /// Talks to a cluster through its members' JSON gateways: a pool of keep-alive connections,
 /// failover across the endpoints, a deadline on every call, and authentication.
+///
+/// `@unchecked Sendable`: `preferred`, `idle` and `token` are guarded by `lock`.
 final class EtcdClient: @unchecked Sendable {
     let endpoints: [EtcdEndpoint]
     let timeout: Duration

@@ -109,7 +109,7 @@ public enum EtcdCompaction: Sendable, Hashable {
 ///   bounds every request and the wait for the writer lock (then `locked`).
 /// - **Not supported:** TLS endpoints (`https://`): reach the cluster over a private network
 ///   or through a TLS-terminating proxy.
-public final class EtcdEngine: CoreBackedEngine, @unchecked Sendable {
+public final class EtcdEngine: CoreBackedEngine, Sendable {
     /// The longest prefix, in UTF-8 bytes (it is part of every key, against etcd's request size).
     public static let maxPrefixLength = 256
 

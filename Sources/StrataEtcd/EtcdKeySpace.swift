@@ -3,7 +3,7 @@ import StrataEngine
 
 /// Plain key access to a cluster, outside any store: for tools and tests that look at what a
 /// store wrote, or put foreign keys beside it. Not transactional across calls.
-public final class EtcdKeySpace: @unchecked Sendable {
+public final class EtcdKeySpace: Sendable {
     private let client: EtcdClient
     private let options: EtcdOptions
     private let timeout: Duration

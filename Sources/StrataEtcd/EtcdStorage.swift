@@ -5,6 +5,8 @@ import StrataEngine
 /// A store's storage primitives on an etcd cluster: snapshots are etcd revisions, a write
 /// transaction holds the store's writer lock (a key on this instance's lease) and commits in one
 /// etcd transaction that checks it still holds the lock.
+///
+/// `@unchecked Sendable`: `sequence` is used only by the engine core's one writer; the rest is immutable or a `Mutex`.
 final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     let client: EtcdClient
     let layout: EtcdLayout
@@ -263,6 +265,8 @@ extension Dictionary where Key == String, Value == Any {
 /// This instance's lease, granted when first needed and kept alive by a thread until it is
 /// revoked: the writer lock and the commit key live on it, so they vanish `ttl` seconds after
 /// the process dies.
+///
+/// `@unchecked Sendable`: every variable is guarded by `lock` (a condition).
 final class LeaseKeeper: @unchecked Sendable {
     private let client: EtcdClient
     private let ttl: Int

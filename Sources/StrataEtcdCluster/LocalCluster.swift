@@ -10,6 +10,8 @@ import Glibc
 /// Members are also stopped when this process exits normally (an `atexit` hook) and, should it
 /// be killed, by a watchdog beside each member that stops it within a second of this process's
 /// death: a failed or crashed test run leaves no etcd behind.
+///
+/// `@unchecked Sendable`: `pids` changes only in `stop`/`start` calls, which take the process-wide registry lock.
 public final class LocalCluster: @unchecked Sendable {
     /// One member: its name, ports, data directory and process.
     public struct Member: Sendable {

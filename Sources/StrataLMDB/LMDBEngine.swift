@@ -46,7 +46,7 @@ public struct LMDBOptions: Sendable, Hashable {
 /// between ordinary keys, at the read or write that reaches one. A truncated `data.mdb` is
 /// `EngineError.corrupt(path:detail:)` at open, or, when only the overflow pages of large
 /// values were cut, at the read of such a value (never SIGBUS).
-public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
+public final class LMDBEngine: CoreBackedEngine, Sendable {
     /// LMDB's declaration: name `lmdb`, persistent and multi-process, 511-byte keys, values up to
     /// `UInt32.max` bytes (LMDB's own bound), no per-transaction limits, storage that reads its own
     /// writes, and `data.mdb` as the file that marks a store's directory.
@@ -94,6 +94,8 @@ public final class LMDBEngine: CoreBackedEngine, @unchecked Sendable {
 }
 
 /// The LMDB environment and its main database.
+///
+/// `@unchecked Sendable`: `env` and `unusable` change only at open and close, which the engine core's gate runs with no transaction active.
 final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     let path: String
     let options: EngineOptions

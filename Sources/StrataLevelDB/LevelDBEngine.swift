@@ -35,7 +35,7 @@ public struct LevelDBOptions: Sendable, Hashable {
 /// Only one process may open a store (LevelDB's `LOCK` file): a second opener fails with
 /// `EngineError.locked(path:)`. In `.readOnly` mode Strata refuses writes, but LevelDB may
 /// still tidy its own files (replay its log into a table) when it opens.
-public final class LevelDBEngine: CoreBackedEngine, @unchecked Sendable {
+public final class LevelDBEngine: CoreBackedEngine, Sendable {
     /// LevelDB's declaration: name `leveldb`, persistent but one process at a time (no
     /// `multiProcess`), 511-byte keys, values up to `UInt32.max` bytes (a batch record's 32-bit
     /// length), no per-transaction limits, storage that does not read its own writes (the core
@@ -69,6 +69,8 @@ public final class LevelDBEngine: CoreBackedEngine, @unchecked Sendable {
 }
 
 /// The LevelDB handle and the options it was opened with.
+///
+/// `@unchecked Sendable`: the C handles are made in `init` and freed in `deinit`; LevelDB's own locks make them thread-safe.
 final class LevelDBStorage: KeyValueStorage, @unchecked Sendable {
     let path: String
     private let services: StorageServices

@@ -7,7 +7,7 @@ import StrataEngine
 /// when it began, and a write transaction mutates its own copy, published at commit.
 /// Nothing outlives the process (no `EngineCapabilities.persistent`). Inserting into the middle
 /// of a large store moves the tail of the array, so it is meant for small data sets.
-public final class MemoryEngine: CoreBackedEngine, @unchecked Sendable {
+public final class MemoryEngine: CoreBackedEngine, Sendable {
     /// The memory engine's declaration: name `memory`, no capabilities (neither persistent nor
     /// multi-process), 511-byte keys and no other limits, storage that reads its own writes, and
     /// no marker file (no directory).
@@ -25,6 +25,8 @@ public final class MemoryEngine: CoreBackedEngine, @unchecked Sendable {
 }
 
 /// The committed pairs, and transactions over copies of them.
+///
+/// `@unchecked Sendable`: `committed` is guarded by `lock`.
 final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
     private let lock = NSLock()
     private var committed = SortedPairs()

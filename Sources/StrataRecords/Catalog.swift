@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import StrataEngine
 import StrataKeyCodec
@@ -130,22 +131,24 @@ struct CatalogEntry: Equatable {
 /// Which record type owns which keyspace: in this process (two types may not share one) and in
 /// the store (the key layout stored at first write must match the type's). Records each schema
 /// version a type writes, with its fields, in the keyspace's catalog entry.
-@usableFromInline final class Catalog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var owners: [String: (ObjectIdentifier, String)] = [:]
-    /// Types whose keyspace claim is checked and whose committed catalog entry is known to be
-    /// complete, with the versions of the same fields: their later checks are one lookup.
-    private var verified: [ObjectIdentifier: Set<UInt32>] = [:]
-    /// Each type's indexes as a transaction that found the index catalog settled for it saw
-    /// them, with the catalog bytes they were derived from and where those are read
-    /// (``IndexCatalog/prepare(_:keyspacePrefix:in:writer:remembered:envelope:)``).
-    private var prepared: [ObjectIdentifier: PreparedIndexes] = [:]
+@usableFromInline final class Catalog: Sendable {
+    private struct State {
+        var owners: [String: (ObjectIdentifier, String)] = [:]
+        /// Types whose keyspace claim is checked and whose committed catalog entry is known to be
+        /// complete, with the versions of the same fields: their later checks are one lookup.
+        var verified: [ObjectIdentifier: Set<UInt32>] = [:]
+        /// Each type's indexes as a transaction that found the index catalog settled for it saw
+        /// them, with the catalog bytes they were derived from and where those are read
+        /// (``IndexCatalog/prepare(_:keyspacePrefix:in:writer:remembered:envelope:)``).
+        var prepared: [ObjectIdentifier: PreparedIndexes] = [:]
+    }
+    private let state = Mutex(State())
     typealias PreparedIndexes = (catalog: (range: KeyRange, prefixLength: Int), stored: [UInt8], indexes: [ActiveIndex])
 
     /// `R`'s indexes as last remembered; valid for exactly the catalog bytes they hold.
-    func preparedIndexes<R: Record>(_: R.Type) -> PreparedIndexes? { lock.withLock { prepared[ObjectIdentifier(R.self)] } }
+    func preparedIndexes<R: Record>(_: R.Type) -> PreparedIndexes? { state.withLock { $0.prepared[ObjectIdentifier(R.self)] } }
 
-    func remember<R: Record>(_: R.Type, _ indexes: PreparedIndexes) { lock.withLock { prepared[ObjectIdentifier(R.self)] = indexes } }
+    func remember<R: Record>(_: R.Type, _ indexes: PreparedIndexes) { state.withLock { $0.prepared[ObjectIdentifier(R.self)] = indexes } }
 
     /// Checks `R`'s claim on its keyspace; records its schema in the store on its first write.
     /// Returns the other versions whose stored schema has exactly `R`'s fields (names and
@@ -154,13 +157,13 @@ struct CatalogEntry: Equatable {
     /// respelled, once the type has written under format 2 (which records both numbers).
     @usableFromInline func check<R: Record>(_: R.Type, in tx: any KeyValueReader, writer: (any KeyValueWriter)?) throws -> Set<UInt32> {
         let me = ObjectIdentifier(R.self)
-        if let sameFields = lock.withLock({ verified[me] }) { return sameFields }
+        if let sameFields = state.withLock({ $0.verified[me] }) { return sameFields }
         let type = R.recordType
-        try lock.withLock {
-            if let (owner, name) = owners[type.keyspace], owner != me {
+        try state.withLock { (state: inout State) throws(RecordError) in
+            if let (owner, name) = state.owners[type.keyspace], owner != me {
                 throw RecordError.keyspaceClash(keyspace: type.keyspace, detail: "used by \(name) and by \(R.self) in this process")
             }
-            owners[type.keyspace] = (me, "\(R.self)")
+            state.owners[type.keyspace] = (me, "\(R.self)")
         }
         let key = SystemKey.keyspace(type.keyspace)
         let declared = type.key.map { (name: $0.name, type: $0.typeName) }
@@ -186,7 +189,7 @@ struct CatalogEntry: Equatable {
             missing.append(CatalogEntry.Schema(version: old, fields: type.fields))
         }
         if missing.isEmpty {
-            lock.withLock { verified[me] = sameFields }
+            state.withLock { $0.verified[me] = sameFields }
         } else if let writer {
             entry.schemas += missing
             try writer.put(entry.encoded(), forKey: key)

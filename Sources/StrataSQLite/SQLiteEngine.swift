@@ -18,7 +18,7 @@ import StrataEngine
 /// WAL mode. Writers use one connection and `BEGIN IMMEDIATE`; each reader uses a connection of
 /// its own and pins its snapshot as it begins (a deferred `BEGIN` would take it only at the first
 /// read). Several processes may share the store; a busy database is waited on (60 s).
-public final class SQLiteEngine: CoreBackedEngine, @unchecked Sendable {
+public final class SQLiteEngine: CoreBackedEngine, Sendable {
     /// SQLite's declaration: name `sqlite`, persistent and multi-process, 511-byte keys, values
     /// up to 999,999,000 bytes (`SQLITE_MAX_LENGTH` bounds a whole row), no per-transaction
     /// limits, storage that reads its own writes, and `data.sqlite` as the file that marks a
@@ -59,6 +59,8 @@ public final class SQLiteEngine: CoreBackedEngine, @unchecked Sendable {
 }
 
 /// The writer's connection and a pool of readers' connections.
+///
+/// `@unchecked Sendable`: `writer` is used only by the engine core's one writer; `idleReaders` is guarded by `readersLock`.
 final class SQLiteStorage: KeyValueStorage, @unchecked Sendable {
     let path: String
     let file: String

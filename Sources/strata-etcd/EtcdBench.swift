@@ -185,6 +185,8 @@ struct Benched: Record {
 }
 
 /// Latencies collected from several threads.
+///
+/// `@unchecked Sendable`: `millis` is guarded by `lock`.
 final class Latencies: @unchecked Sendable {
     private let lock = NSLock()
     private var millis: [Double] = []
@@ -201,6 +203,8 @@ final class Latencies: @unchecked Sendable {
     }
 
     /// The first error a thread met.
+///
+/// `@unchecked Sendable`: `first` is guarded by `lock`.
     final class FirstError: @unchecked Sendable {
         private let lock = NSLock()
         private var first: Error?

@@ -57,6 +57,8 @@ struct ReadingMemory: ParsableCommand {
 }
 
 /// Samples the heap every 1,000 rows; reports the high-water mark above the start.
+///
+/// `@unchecked Sendable`: used by the one thread that scans; handed to it, never shared.
 final class HeapWatch: @unchecked Sendable {
     private let start = strata_heap_in_use()
     private var high: UInt64 = 0
@@ -79,6 +81,7 @@ final class HeapWatch: @unchecked Sendable {
     }
 }
 
+// `@unchecked Sendable`: written by the scanning thread before it signals, read after the wait.
 private final class Outcome: @unchecked Sendable {
     var error: (any Error)?
 }

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 
 /// One record change a committed transaction made: the record's type (its keyspace), its key and
@@ -61,43 +62,45 @@ public protocol TransactionObserver: AnyObject, Sendable {
 /// changes when the commit returned, without them when it did not, and finished tickets are
 /// delivered in ticket order.
 @usableFromInline
-final class ObserverRegistry: @unchecked Sendable {  // every field is guarded by `lock`
-    private let lock = NSLock()
+final class ObserverRegistry: Sendable {
+    private struct State {
+        var observers: [any TransactionObserver] = []
+        var nextTicket: UInt64 = 0
+        var nextDelivery: UInt64 = 0
+        var finished: [UInt64: [RecordChange]] = [:]
+    }
+    private let state = Mutex(State())
     /// Held while delivering, so deliveries never overlap (and so keep their order).
-    private let delivering = NSLock()
-    private var observers: [any TransactionObserver] = []
-    private var nextTicket: UInt64 = 0
-    private var nextDelivery: UInt64 = 0
-    private var finished: [UInt64: [RecordChange]] = [:]
+    private let delivering = Mutex(())
 
     /// Whether a write transaction beginning now must record its changes.
-    @usableFromInline var isObserved: Bool { lock.withLock { !observers.isEmpty } }
+    @usableFromInline var isObserved: Bool { state.withLock { !$0.observers.isEmpty } }
 
     func add(_ observer: any TransactionObserver) {
-        lock.withLock { observers.append(observer) }
+        state.withLock { $0.observers.append(observer) }
     }
 
     func remove(_ observer: any TransactionObserver) {
-        lock.withLock { observers.removeAll { $0 === observer } }
+        state.withLock { $0.observers.removeAll { $0 === observer } }
     }
 
     /// The next ticket; taken by a writer holding the engine's writer gate.
     func ticket() -> UInt64 {
-        lock.withLock {
-            defer { nextTicket += 1 }
-            return nextTicket
+        state.withLock { state in
+            defer { state.nextTicket += 1 }
+            return state.nextTicket
         }
     }
 
     /// Finishes `ticket` with the changes of a committed transaction (`[]` for one that did not
     /// commit), then delivers every finished ticket that is next in order.
     func finish(_ ticket: UInt64, _ changes: [RecordChange]) {
-        lock.withLock { finished[ticket] = changes }
-        delivering.withLock {
-            while let (changes, observers) = lock.withLock({ () -> ([RecordChange], [any TransactionObserver])? in
-                guard let changes = finished.removeValue(forKey: nextDelivery) else { return nil }
-                nextDelivery += 1
-                return (changes, self.observers)
+        state.withLock { $0.finished[ticket] = changes }
+        delivering.withLock { _ in
+            while let (changes, observers) = state.withLock({ state -> ([RecordChange], [any TransactionObserver])? in
+                guard let changes = state.finished.removeValue(forKey: state.nextDelivery) else { return nil }
+                state.nextDelivery += 1
+                return (changes, state.observers)
             }) {
                 guard !changes.isEmpty else { continue }
                 for observer in observers { observer.didCommit(changes) }
@@ -109,6 +112,9 @@ final class ObserverRegistry: @unchecked Sendable {  // every field is guarded b
 /// One observed write: its ticket and its changes, handed from the transaction's body to the
 /// store once the engine returns. Used by one thread at a time (the engine runs one body at a
 /// time, and returns after it).
+///
+/// `@unchecked Sendable`: handed to the engine's write body, which may run on another thread
+/// (async writes), but never used by two threads at once.
 @usableFromInline
 final class ObservedWrite: @unchecked Sendable {
     private var ticket: UInt64?

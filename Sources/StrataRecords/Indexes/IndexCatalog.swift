@@ -146,7 +146,7 @@ struct StoredIndex: Equatable {
 /// One of a record type's declared indexes as this transaction sees it. Writes keep every one
 /// (a declared index is never disabled: a write transaction registers it anew).
 @usableFromInline
-struct ActiveIndex {
+struct ActiveIndex: Sendable {
     /// Position in `R.indexes`.
     @usableFromInline let position: Int
     @usableFromInline let name: String
@@ -167,7 +167,7 @@ struct ActiveIndex {
 /// Queries on the new definition read their candidates from it while the new one is built.
 /// A class: every index query copies its ``ActiveIndex``, and a reference copies in one retain.
 @usableFromInline
-final class PreviousIndex {
+final class PreviousIndex: Sendable {
     let generation: Int
     let prefix: [UInt8]
     let definition: IndexDefinition

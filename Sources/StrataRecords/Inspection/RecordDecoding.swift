@@ -3,7 +3,7 @@ import StrataKeyCodec
 
 /// The store's catalog as one read transaction sees it: every keyspace's entry and indexes.
 /// Entries that cannot be decoded are kept as problems instead of ending the inspection.
-struct CatalogSnapshot {
+struct CatalogSnapshot: Sendable {
     var keyspaces: [String: CatalogEntry] = [:]
     /// Each keyspace's index definitions, in name order.
     var indexes: [String: [(name: String, index: StoredIndex)]] = [:]

@@ -99,6 +99,8 @@ extension Store {
 }
 
 /// A running preparation (``Store/prepare(_:batchSize:onBatch:)``).
+///
+/// `@unchecked Sendable`: every variable is guarded by `condition`.
 public final class PreparationJob: @unchecked Sendable {
     private let condition = NSCondition()
     private var current = PreparationProgress()

@@ -176,6 +176,8 @@ extension Workload: ExpressibleByArgument {}
 
 /// Live progress: the workload's name, then its elapsed seconds once a second while it runs
 /// (the C yardstick has no callbacks, so time is what can be shown for every workload).
+///
+/// `@unchecked Sendable`: `running` is guarded by `lock`.
 final class Ticker: @unchecked Sendable {
     private let label: String
     private let lock = NSLock()

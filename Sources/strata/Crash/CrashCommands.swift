@@ -100,6 +100,8 @@ struct CrashRounds {
 
 /// The writer child process and the acknowledgements it printed (`ack N`, printed after the
 /// commit returned: only whole lines count).
+///
+/// `@unchecked Sendable`: its only state is a `ChildProcess`, which guards its own.
 final class WriterProcess: @unchecked Sendable {
     private let child: ChildProcess
 

@@ -60,6 +60,7 @@ struct PrepareWriter: ParsableCommand {
     }
 }
 
+// `@unchecked Sendable`: `value` is guarded by `lock`.
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
@@ -155,6 +156,8 @@ struct PrepareCrashTest: ParsableCommand {
 }
 
 /// A child `strata` process whose output lines are collected as they come.
+///
+/// `@unchecked Sendable`: the collected lines are guarded by `lock`; `Process` and `Pipe` are set up before the reader starts.
 final class ChildProcess: @unchecked Sendable {
     private let process = Process()
     private let pipe = Pipe()

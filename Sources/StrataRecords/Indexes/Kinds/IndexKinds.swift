@@ -1,4 +1,4 @@
-import Foundation
+import Synchronization
 
 /// The registry of index kinds, by the name stored in each index's definition: how each kind's
 /// entries are computed from a record decoded through the catalog, without its Swift type. The
@@ -18,23 +18,17 @@ public enum IndexKinds {
     /// multi-valued one) to the value its entry holds, or `nil` when it has none.
     public typealias CatalogReading = @Sendable (StoredValue) -> StoredValue?
 
-    private static let registered = Registered()
-
-    /// `@unchecked Sendable`: its one variable is guarded by its lock.
-    private final class Registered: @unchecked Sendable {
-        let lock = NSLock()
-        var readings: [String: CatalogReading] = [:]
-    }
+    private static let registered = Mutex<[String: CatalogReading]>([:])
 
     /// Registers (or replaces) how kind `kind`'s entries are read without the record's Swift type.
     public static func register(_ kind: String, reading: @escaping CatalogReading) {
         precondition(kind != value, "the value kind is built in")
-        registered.lock.withLock { registered.readings[kind] = reading }
+        registered.withLock { $0[kind] = reading }
     }
 
     /// How `kind`'s component values are read from stored ones; `nil` for a kind not registered.
     static func reading(_ kind: String) -> CatalogReading? {
         if kind == value { return { $0 } }
-        return registered.lock.withLock { registered.readings[kind] }
+        return registered.withLock { $0[kind] }
     }
 }

@@ -1,8 +1,9 @@
 import StrataEngine
 import StrataKeyCodec
+import StrataRecords
 import Testing
 
-@Suite("Key codec: component ranges")
+@Suite("Component ranges over the key codec")
 struct RangeHelperTests {
     /// Keys of (String, Int, Bool) with edge values, FF-heavy integers included.
     static let keys: [(String, Int, Bool)] = {
@@ -36,10 +37,10 @@ struct RangeHelperTests {
         let pivots = [Int.min, -256, -1, 0, 255, Int.max]
         typealias Check = (String, (Int) -> ComponentBound, (Int, Int) -> Bool)
         let checks: [Check] = [
-            ("<", { .below(encoded($0), inclusive: false) }, { $0 < $1 }),
-            ("<=", { .below(encoded($0), inclusive: true) }, { $0 <= $1 }),
-            (">", { .above(encoded($0), inclusive: false) }, { $0 > $1 }),
-            (">=", { .above(encoded($0), inclusive: true) }, { $0 >= $1 }),
+            ("<", { .below(KeyCodec.encode($0), inclusive: false) }, { $0 < $1 }),
+            ("<=", { .below(KeyCodec.encode($0), inclusive: true) }, { $0 <= $1 }),
+            (">", { .above(KeyCodec.encode($0), inclusive: false) }, { $0 > $1 }),
+            (">=", { .above(KeyCodec.encode($0), inclusive: true) }, { $0 >= $1 }),
         ]
         for pivot in pivots {
             for (name, bound, holds) in checks {
@@ -48,7 +49,7 @@ struct RangeHelperTests {
                 let expected = Self.keys.filter { $0.0 == "a" && holds($0.1, pivot) }.map { "\($0)" }
                 #expect(inside == expected, "b \(name) \(pivot)")
             }
-            let closed = KeyRange.components(prefix: KeyCodec.encode("a"), .above(encoded(-1), inclusive: true), .below(encoded(pivot), inclusive: true))
+            let closed = KeyRange.components(prefix: KeyCodec.encode("a"), .above(KeyCodec.encode(-1), inclusive: true), .below(KeyCodec.encode(pivot), inclusive: true))
             let inside = Self.keys.filter { closed.contains(Self.encodedKey($0)) }.map { "\($0)" }
             #expect(inside == Self.keys.filter { $0.0 == "a" && $0.1 >= -1 && $0.1 <= pivot }.map { "\($0)" }, "-1 <= b <= \(pivot)")
         }
