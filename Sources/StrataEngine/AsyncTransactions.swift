@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Threads for transactions started from async code. A transaction body is synchronous and
 /// may wait (for the writer slot, for another process's lock, for fsync), so it runs on a thread
@@ -69,23 +70,19 @@ private func onTransactionThread<Body, R: Sendable>(
 }
 
 /// Whether a queued transaction may still start: cancellation wins only before the start.
-///
-/// `@unchecked Sendable`: its flags are guarded by `lock`.
-private final class StartGate: @unchecked Sendable {
-    private let lock = NSLock()
-    private var started = false
-    private var cancelled = false
+private final class StartGate: Sendable {
+    private let state = Mutex((started: false, cancelled: false))
 
     /// Marks the transaction started; false when it was cancelled first.
     func start() -> Bool {
-        lock.withLock {
-            if cancelled { return false }
-            started = true
+        state.withLock { state in
+            if state.cancelled { return false }
+            state.started = true
             return true
         }
     }
 
-    func cancel() { lock.withLock { if !started { cancelled = true } } }
+    func cancel() { state.withLock { if !$0.started { $0.cancelled = true } } }
 }
 
 /// Holds a closure until the worker takes it out, leaving nothing behind.

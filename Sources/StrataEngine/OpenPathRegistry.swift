@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The stores open in this process, by canonical path.
 ///
@@ -7,30 +8,26 @@ import Foundation
 /// (closing either copy drops the other's locks) and LevelDB refuses it, so Strata refuses it
 /// uniformly rather than let engines differ.
 enum OpenPathRegistry {
-    nonisolated(unsafe) private static var paths: Set<String> = []
-    private static let lock = NSLock()
+    private static let paths = Mutex<Set<String>>([])
 
     /// Claims `path` (resolved through symbolic links), or throws when it is already open here.
     /// Returns the canonical path to pass to ``release(_:)``.
     static func claim(_ path: String) throws(EngineError) -> String {
         let canonical = canonicalPath(path)
-        lock.lock(); defer { lock.unlock() }
-        guard paths.insert(canonical).inserted else { throw .alreadyOpen(path: path) }
+        guard paths.withLock({ $0.insert(canonical).inserted }) else { throw .alreadyOpen(path: path) }
         return canonical
     }
 
     /// Claims a store that has no directory by a name that identifies it (taken as it is), or
     /// throws ``EngineError/alreadyOpen(path:)`` naming `path`. Returns the name to release.
     static func claim(identity: String, reportedAs path: String) throws(EngineError) -> String {
-        lock.lock(); defer { lock.unlock() }
-        guard paths.insert("\0" + identity).inserted else { throw .alreadyOpen(path: path) }
+        guard paths.withLock({ $0.insert("\0" + identity).inserted }) else { throw .alreadyOpen(path: path) }
         return "\0" + identity
     }
 
     /// Gives back a path claimed with ``claim(_:)``.
     static func release(_ canonical: String) {
-        lock.lock(); defer { lock.unlock() }
-        paths.remove(canonical)
+        _ = paths.withLock { $0.remove(canonical) }
     }
 
     /// The absolute path with symbolic links resolved, where it exists.

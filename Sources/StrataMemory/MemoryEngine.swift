@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import StrataEngine
 
@@ -25,23 +26,20 @@ public final class MemoryEngine: CoreBackedEngine, Sendable {
 }
 
 /// The committed pairs, and transactions over copies of them.
-///
-/// `@unchecked Sendable`: `committed` is guarded by `lock`.
-final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
-    private let lock = NSLock()
-    private var committed = SortedPairs()
+final class MemoryStorage: KeyValueStorage, Sendable {
+    private let committed = Mutex(SortedPairs())
 
     func beginRead() throws -> any StorageReadTransaction {
-        MemoryTransaction(lock.withLock { committed }, storage: nil)
+        MemoryTransaction(committed.withLock { $0 }, storage: nil)
     }
 
     func beginWrite() throws -> any StorageWriteTransaction {
-        MemoryTransaction(lock.withLock { committed }, storage: self)
+        MemoryTransaction(committed.withLock { $0 }, storage: self)
     }
 
-    func publish(_ data: SortedPairs) { lock.withLock { committed = data } }
+    func publish(_ data: SortedPairs) { committed.withLock { $0 = data } }
 
-    func close() throws { lock.withLock { committed = SortedPairs() } }
+    func close() throws { committed.withLock { $0 = SortedPairs() } }
 }
 
 /// Keys and values in parallel arrays, keys sorted bytewise.
