@@ -72,10 +72,16 @@ public final class Store: Sendable {
     /// Runs `body` in a read-write transaction: it commits when `body` returns and rolls back
     /// when it throws. Other writers wait. The result may be ignored (a body that ends with a
     /// `delete` returns whether it deleted).
+    ///
+    /// A write that fails after it began changing the store (an indexed insert whose record was
+    /// put but not all of its entries, say, when the engine fails) leaves the transaction unable to
+    /// commit: `body` may catch the error and go on, but the transaction then rolls back with that
+    /// error, so a half-made write is never committed. A write refused before it changed anything
+    /// (a unique violation, a key over the limit) can be caught and the transaction committed.
     @discardableResult
     public func withTransaction<R>(_ body: (TransactionContext) throws -> R) throws -> R {
         guard observers.isObserved else {
-            return try engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
+            return try engine.write { tx in try TransactionContext(store: self, reader: tx, writer: tx).runBody(body) }
         }
         let observed = ObservedWrite(observers)
         defer { observed.finish() }
@@ -95,7 +101,7 @@ public final class Store: Sendable {
     @discardableResult
     public func withTransaction<R: Sendable>(_ body: @Sendable (TransactionContext) throws -> R) async throws -> R {
         guard observers.isObserved else {
-            return try await engine.write { tx in try body(TransactionContext(store: self, reader: tx, writer: tx)) }
+            return try await engine.write { tx in try TransactionContext(store: self, reader: tx, writer: tx).runBody(body) }
         }
         let observed = ObservedWrite(observers)
         defer { observed.finish() }

@@ -32,6 +32,10 @@ public final class TransactionContext {
     @exclusivity(unchecked) @usableFromInline var changes: [RecordChange]?
     /// How the store seals and opens record values (its transforms, from the manifest).
     @usableFromInline let envelope: RecordEnvelope
+    /// The error of a write that failed after it began changing the store (a record put without
+    /// all its index entries, say): the body may catch it, but the transaction then refuses to
+    /// commit and rolls back with it (``runBody(_:)``), so no half-made write is ever committed.
+    @exclusivity(unchecked) @usableFromInline var partialWrite: (any Error)?
     /// The buffer a transformed value's fields are restored into for a read, taken while lent
     /// (``takeScratch()``); never used by a store without transforms.
     @exclusivity(unchecked) @usableFromInline var scratch: [UInt8]?
@@ -45,6 +49,27 @@ public final class TransactionContext {
 
     /// Whether this transaction may write.
     public var isWritable: Bool { writer != nil }
+
+    /// Runs a transaction's body on this context; throws the error of a write that failed
+    /// partway (``partialWrite``) even when the body caught it, so the engine rolls back.
+    @inlinable
+    func runBody<T>(_ body: (TransactionContext) throws -> T) throws -> T {
+        let result = try body(self)
+        if let partialWrite { throw partialWrite }
+        return result
+    }
+
+    /// Runs `steps`, the writes of one record change after the first has succeeded; an error
+    /// among them marks the transaction as unable to commit (``partialWrite``).
+    @inlinable
+    func completing<T>(_ steps: () throws -> T) throws -> T {
+        do {
+            return try steps()
+        } catch {
+            if partialWrite == nil { partialWrite = error }
+            throw error
+        }
+    }
 
     // MARK: Writing
 

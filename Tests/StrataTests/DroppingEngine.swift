@@ -2,22 +2,27 @@ import StrataEngine
 import StrataKeyCodec
 @testable import StrataRecords
 
-/// An engine that silently drops the puts and deletes a rule picks, wrapping a correct one: the
-/// defects the record layer's checks must catch (an overwrite that leaves its old index entries,
-/// writes that do not keep an index's previous generation) made without touching the product.
-/// It keeps the inner engine's name, so stores open on it as on the inner engine.
+/// An engine that silently drops, or fails, the puts and deletes a rule picks, wrapping a correct
+/// one: the defects the record layer's checks must catch (an overwrite that leaves its old index
+/// entries, writes that do not keep an index's previous generation) and the failures it must
+/// survive (a write that fails partway), made without touching the product. It keeps the inner
+/// engine's name, so stores open on it as on the inner engine.
 final class DroppingEngine: KeyValueEngine, Sendable {
     enum Operation: Sendable { case put, delete }
     typealias Rule = @Sendable (Operation, UnsafeRawBufferPointer) -> Bool
+    /// What a failing write throws.
+    struct InjectedFailure: Error, Equatable {}
 
     let inner: any KeyValueEngine
     let drops: Rule
+    let fails: Rule
     var engineName: String { inner.engineName }
     var capabilities: EngineCapabilities { inner.capabilities }
 
-    init(_ inner: any KeyValueEngine, drops: @escaping Rule) {
+    init(_ inner: any KeyValueEngine, drops: @escaping Rule = { _, _ in false }, fails: @escaping Rule = { _, _ in false }) {
         self.inner = inner
         self.drops = drops
+        self.fails = fails
     }
 
     func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
@@ -25,16 +30,17 @@ final class DroppingEngine: KeyValueEngine, Sendable {
     }
 
     func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
-        try inner.write { try body(DroppingTransaction($0, drops: drops)) }
+        try inner.write { try body(DroppingTransaction($0, drops: drops, fails: fails)) }
     }
 
     func close() throws { try inner.close() }
 
     /// Drops the deletes of index entries (every index, every generation): an overwrite or a
     /// delete then leaves the old record's entries behind.
-    static let staleEntries: Rule = { operation, key in
-        operation == .delete && key.starts(with: SystemKey.prefix + KeyCodec.encode("ix"))
-    }
+    static let staleEntries: Rule = { operation, key in operation == .delete && isIndexEntry(key) }
+
+    /// Whether `key` is an index entry's (any index, any generation).
+    static func isIndexEntry(_ key: UnsafeRawBufferPointer) -> Bool { key.starts(with: SystemKey.prefix + KeyCodec.encode("ix")) }
 
     /// Drops the deletes of the entries of generation `generation` of `keyspace`'s indexes `names`:
     /// writes then leave a replaced record's entries in that generation (the previous one of a
@@ -60,10 +66,12 @@ func withStore<R>(_ kind: EngineKind, dropping rule: DroppingEngine.Rule?, _ bod
 final class DroppingTransaction: KeyValueWriter {
     let inner: any KeyValueWriter
     let drops: DroppingEngine.Rule
+    let fails: DroppingEngine.Rule
 
-    init(_ inner: any KeyValueWriter, drops: @escaping DroppingEngine.Rule) {
+    init(_ inner: any KeyValueWriter, drops: @escaping DroppingEngine.Rule, fails: @escaping DroppingEngine.Rule) {
         self.inner = inner
         self.drops = drops
+        self.fails = fails
     }
 
     func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
@@ -75,11 +83,13 @@ final class DroppingTransaction: KeyValueWriter {
     }
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
+        if fails(.put, key) { throw DroppingEngine.InjectedFailure() }
         if drops(.put, key) { return }
         try inner.put(value, forKey: key)
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
+        if fails(.delete, key) { throw DroppingEngine.InjectedFailure() }
         if drops(.delete, key) { return }
         try inner.delete(key)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import StrataBundledEngines
 import StrataEngine
 import StrataKeyCodec
@@ -239,5 +240,49 @@ struct IndexKindTests {
                 #expect(try store.withReadTransaction { ctx in try Member.byTag.select(in: ctx, .all.equal(first)).map(\.id) } == [1])
             }
         }
+    }
+}
+
+@Suite("Writes that fail partway")
+struct PartialWriteTests {
+    @Test("an indexed insert or delete that fails after it began writing, caught by the body, rolls the whole transaction back with its error",
+          arguments: TestEngines.all)
+    func rolledBack(kind: EngineKind) throws {
+        let armed = Mutex<DroppingEngine.Operation?>(nil)
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = DroppingEngine(try kind.open(dir.path), fails: { operation, key in
+            armed.withLock { $0 == operation } && DroppingEngine.isIndexEntry(key)
+        })
+        let store = try Store(engine: engine)
+        defer { try? store.close() }
+        let kept = Member(id: 1, email: "one@x", city: "A", age: 1, tags: ["t"])
+        try store.withTransaction { ctx in try ctx.insert(kept) }
+        for (operation, write) in [(DroppingEngine.Operation.put, "insert"), (.delete, "delete")] {
+            armed.withLock { $0 = operation }
+            var caught = false
+            #expect(throws: DroppingEngine.InjectedFailure()) {
+                try store.withTransaction { (ctx: TransactionContext) throws in
+                    do {
+                        if write == "insert" {
+                            try ctx.insert(Member(id: 2, email: "two@x", city: "B", age: 2, tags: ["u"]))
+                        } else {
+                            try ctx.delete(kept)
+                        }
+                    } catch is DroppingEngine.InjectedFailure {
+                        caught = true  // the body goes on, as an app that logs and continues would
+                    }
+                    try ctx.insert(people[0])
+                }
+            }
+            armed.withLock { $0 = nil }
+            #expect(caught, "\(write): the injected failure was not met")
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(try ctx.select(Member.self) == [kept], "\(write)")
+                #expect(try ctx.select(Person.self).isEmpty, "\(write): the transaction's other write was committed")
+                #expect(try ctx.verifyIndexes(Member.self).allSatisfy { $0.isExact }, "\(write)")
+            }
+        }
+        #expect(try store.verify().isClean)
     }
 }

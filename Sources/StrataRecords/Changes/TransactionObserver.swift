@@ -132,7 +132,7 @@ final class ObservedWrite: @unchecked Sendable {
         if let ticket { registry.finish(ticket, []) }
         ticket = nil
         ctx.changes = []
-        let result = try body(ctx)
+        let result = try ctx.runBody(body)
         changes = ctx.changes ?? []
         ticket = registry.ticket()
         return result

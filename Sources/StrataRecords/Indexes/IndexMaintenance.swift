@@ -73,8 +73,10 @@ extension TransactionContext {
         let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: Array(key), value: Array(value), old: oldValue, into: plan) : []
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { try writer.put($0, forKey: k) } }
         if changes != nil { recordChange(R.self, key: key, old != nil ? .update : .insert) }
-        try plan.apply(to: writer, value: value)
-        for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
+        try completing {
+            try plan.apply(to: writer, value: value)
+            for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
+        }
         return old != nil
     }
 
@@ -180,8 +182,10 @@ extension TransactionContext {
     @usableFromInline
     func deleteIndexed<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
         guard let old = try storedRecord(R.self, key: key[...], withValue: indexes.contains { $0.previous != nil }) else { return false }
-        try deleteEntries(of: old.record, key: key, value: old.value, indexes: indexes, writer: writer)
-        try writer.delete(key)
+        try completing {
+            try deleteEntries(of: old.record, key: key, value: old.value, indexes: indexes, writer: writer)
+            try writer.delete(key)
+        }
         return true
     }
 
@@ -203,8 +207,10 @@ extension TransactionContext {
             }
             if batch.isEmpty { return removed }
             for (key, record, value) in batch {
-                try deleteEntries(of: record, key: key, value: value, indexes: indexes, writer: writer)
-                try writer.delete(key)
+                try completing {
+                    try deleteEntries(of: record, key: key, value: value, indexes: indexes, writer: writer)
+                    try writer.delete(key)
+                }
                 if changes != nil { recordChange(R.self, key: key, .delete) }
             }
             removed += batch.count
