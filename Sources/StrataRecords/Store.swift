@@ -73,11 +73,12 @@ public final class Store: Sendable {
     /// when it throws. Other writers wait. The result may be ignored (a body that ends with a
     /// `delete` returns whether it deleted).
     ///
-    /// A write that fails after it began changing the store (an indexed insert whose record was
-    /// put but not all of its entries, say, when the engine fails) leaves the transaction unable to
-    /// commit: `body` may catch the error and go on, but the transaction then rolls back with that
-    /// error, so a half-made write is never committed. A write refused before it changed anything
-    /// (a unique violation, a key over the limit) can be caught and the transaction committed.
+    /// An engine error while an indexed write changes the store (its record and its entries)
+    /// leaves the transaction unable to commit: `body` may catch the error and go on, but the
+    /// transaction then rolls back with that error, so a half-made write is never committed. A
+    /// write refused by its checks, before it writes (a unique violation, a key over the limit),
+    /// can be caught and the transaction committed. A delete by query that fails after some of
+    /// its records are deleted keeps them deleted if the body catches the error and commits.
     @discardableResult
     public func withTransaction<R>(_ body: (TransactionContext) throws -> R) throws -> R {
         guard observers.isObserved else {

@@ -59,8 +59,9 @@ public final class TransactionContext {
         return result
     }
 
-    /// Runs `steps`, the writes of one record change after the first has succeeded; an error
-    /// among them marks the transaction as unable to commit (``partialWrite``).
+    /// Runs `steps`, writes of one record change that may leave it half made when one fails (the
+    /// entries and the record of an indexed write); an error among them marks the transaction as
+    /// unable to commit (``partialWrite``), also when it came before anything was changed.
     @inlinable
     func completing<T>(_ steps: () throws -> T) throws -> T {
         do {

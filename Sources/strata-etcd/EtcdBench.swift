@@ -203,8 +203,8 @@ final class Latencies: @unchecked Sendable {
     }
 
     /// The first error a thread met.
-///
-/// `@unchecked Sendable`: `first` is guarded by `lock`.
+    ///
+    /// `@unchecked Sendable`: `first` is guarded by `lock`.
     final class FirstError: @unchecked Sendable {
         private let lock = NSLock()
         private var first: Error?

@@ -18,6 +18,7 @@ final class DroppingEngine: KeyValueEngine, Sendable {
     let fails: Rule
     var engineName: String { inner.engineName }
     var capabilities: EngineCapabilities { inner.capabilities }
+    var limits: EngineLimits { inner.limits }
 
     init(_ inner: any KeyValueEngine, drops: @escaping Rule = { _, _ in false }, fails: @escaping Rule = { _, _ in false }) {
         self.inner = inner

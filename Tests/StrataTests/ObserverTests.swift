@@ -142,4 +142,39 @@ struct ObserverTests {
                     "\(kind): \(told.count) commits told of \(expected.count); the first out of order: \(firstWrong.map(String.init) ?? "none")")
         }
     }
+
+    /// Writes an audit record for each commit that changed a `Member`, from `didCommit`, and
+    /// logs every commit it is told of.
+    final class AuditingObserver: TransactionObserver, @unchecked Sendable {  // `commits` is guarded by `lock`
+        private let lock = NSLock()
+        private var commits: [[RecordChange]] = []
+        weak var store: Store?
+        var all: [[RecordChange]] { lock.withLock { commits } }
+        func didCommit(_ changes: [RecordChange]) {
+            lock.withLock { commits.append(changes) }
+            guard let store, let member = changes.first(where: { $0.keyspace == "Member" }) else { return }
+            try? store.withTransaction { ctx in
+                try ctx.insert(Person(lastName: "audit", firstName: "\(member.key.bytes)", age: 0))
+            }
+        }
+    }
+
+    @Test("an observer may write to the same store from didCommit: no deadlock, its commit is told after the one that caused it",
+          arguments: TestEngines.all)
+    func observerWrites(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            let observer = AuditingObserver()
+            observer.store = store
+            store.add(observer: observer)
+            for id in 0..<3 {
+                try store.withTransaction { ctx in try ctx.insert(Member(id: id, email: "m\(id)@x", city: "A", age: 1)) }
+            }
+            let told = observer.all
+            #expect(told.count == 6, "\(told)")
+            for (i, commit) in told.enumerated() {
+                #expect(commit.first?.keyspace == (i % 2 == 0 ? "Member" : "Person"), "commit \(i): \(commit)")
+            }
+            #expect(try store.withReadTransaction { ctx in try ctx.select(Person.self).count } == 3)
+        }
+    }
 }

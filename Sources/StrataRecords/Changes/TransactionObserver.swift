@@ -49,8 +49,9 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
 ///
 /// `didCommit` runs on the thread of a writer that committed (one writer may deliver the commits
 /// of others that finished before it; for `async` transactions, a thread of the cooperative pool),
-/// and holds up that writer: keep it short, and hand work to another task. It must not run a
-/// transaction on the same store synchronously (it would wait for itself).
+/// and holds up that writer: keep it short, and hand work to another task. It may run a
+/// transaction on the same store: that transaction's changes are delivered after `didCommit`
+/// returns, in their order.
 public protocol TransactionObserver: AnyObject, Sendable {
     /// The changes of one committed transaction, in the order they were made.
     func didCommit(_ changes: [RecordChange])
@@ -70,7 +71,8 @@ final class ObserverRegistry: Sendable {
         var finished: [UInt64: [RecordChange]] = [:]
     }
     private let state = Mutex(State())
-    /// Held while delivering, so deliveries never overlap (and so keep their order).
+    /// Held while delivering, so deliveries never overlap (and so keep their order); a writer
+    /// that finds it taken leaves its ticket to the deliverer.
     private let delivering = Mutex(())
 
     /// Whether a write transaction beginning now must record its changes.
@@ -93,18 +95,28 @@ final class ObserverRegistry: Sendable {
     }
 
     /// Finishes `ticket` with the changes of a committed transaction (`[]` for one that did not
-    /// commit), then delivers every finished ticket that is next in order.
+    /// commit), then delivers every finished ticket that is next in order, unless another
+    /// delivery is under way: that one delivers it. So a transaction run by an observer's
+    /// `didCommit` (on the delivering thread) is delivered after it returns, rather than wait
+    /// for itself.
     func finish(_ ticket: UInt64, _ changes: [RecordChange]) {
         state.withLock { $0.finished[ticket] = changes }
-        delivering.withLock { _ in
-            while let (changes, observers) = state.withLock({ state -> ([RecordChange], [any TransactionObserver])? in
-                guard let changes = state.finished.removeValue(forKey: state.nextDelivery) else { return nil }
-                state.nextDelivery += 1
-                return (changes, state.observers)
-            }) {
-                guard !changes.isEmpty else { continue }
-                for observer in observers { observer.didCommit(changes) }
-            }
+        while delivering.withLockIfAvailable({ _ in deliverReady() }) != nil {
+            // Delivered and unlocked: a ticket finished meanwhile by a writer that found the lock
+            // taken is this thread's to deliver.
+            guard state.withLock({ $0.finished[$0.nextDelivery] != nil }) else { return }
+        }
+    }
+
+    /// Delivers the finished tickets that are next in order; the caller holds `delivering`.
+    private func deliverReady() {
+        while let (changes, observers) = state.withLock({ state -> ([RecordChange], [any TransactionObserver])? in
+            guard let changes = state.finished.removeValue(forKey: state.nextDelivery) else { return nil }
+            state.nextDelivery += 1
+            return (changes, state.observers)
+        }) {
+            guard !changes.isEmpty else { continue }
+            for observer in observers { observer.didCommit(changes) }
         }
     }
 }

@@ -10,7 +10,7 @@ import StrataEngine
 /// engine's bytes as they are. The checksum covers the stored bytes, so a damaged value is
 /// refused before a transform or a decoder sees it.
 ///
-/// Inserts seal through ``seal(_:fieldsStart:)``; every reader opens through ``open(key:value:)``
+/// Inserts seal through ``seal(_:fieldsStart:keyLength:)``; every reader opens through ``open(key:value:)``
 /// and ``withFields(_:key:scratch:_:)``: typed reads, record views, index reads (a covering
 /// entry holds the record's sealed value), the inspection tools and the previous generations of
 /// changed index definitions.
@@ -62,7 +62,7 @@ struct RecordEnvelope: Sendable {
 
     /// Seals the value `buffer` holds after the record's key: the key's bytes, then the version,
     /// then the fields from `fieldsStart` on. Transforms the fields and appends the checksum over
-    /// key and value (one pass over the buffer).
+    /// key and value (without transforms, one pass over the buffer).
     @inlinable
     func seal(_ buffer: inout FieldWriter, fieldsStart: Int, keyLength: Int) throws {
         if !isPlain { try transform(&buffer.bytes, fieldsStart: fieldsStart, keyLength: keyLength) }

@@ -13,7 +13,7 @@ import StrataKeyCodec
 /// for the reason the context's are: one write uses it at a time, on one thread.
 @usableFromInline
 final class EntryWrites {
-    /// The entries the maintainers added (``collect(prefix:primary:_:)``), their keys back to
+    /// The entries the maintainers added (``collect(_:)``), their keys back to
     /// back in one buffer, which also holds the keys given whole (``add(_:_:)``).
     @exclusivity(unchecked) @usableFromInline var entries = IndexEntries(keys: KeyWriter(capacity: 256))
     /// What to do, in order, with which bytes of the buffer.
@@ -44,6 +44,9 @@ final class EntryWrites {
     func collect(_ write: (inout IndexEntries) -> Void) -> Range<Int> {
         entries.nextRecord()
         write(&entries)
+        // A maintainer may append to `keys` but not cut it: the entries' ranges must stay inside.
+        precondition(entries.found.count == 0 || entries.found[entries.found.count - 1].key.upperBound <= entries.keys.bytes.count,
+                     "an index maintainer shortened the entries' buffer")
         return entries.first..<entries.found.count
     }
 

@@ -359,7 +359,9 @@ enum IndexCatalog {
     /// encoding (so writes can keep it without the Swift type that declared it).
     static func previousServes(_ old: IndexDefinition, _ new: IndexDefinition, of type: RecordType) -> Bool {
         let shared = sharedComponents(old, new)
-        guard shared > 0, IndexKinds.reading(old.kind) != nil else { return false }
+        // Only a value index's entries are exactly its components' values, one per combination, as
+        // the catalog computes them: another kind may write other entries than its reading gives.
+        guard shared > 0, old.kind == IndexKinds.value else { return false }
         if old.components[shared...].contains(where: \.multiValued) { return false }
         let fields = type.fields ?? []
         return old.components.allSatisfy { component in

@@ -33,7 +33,7 @@ extension TransactionContext {
     ///
     /// Inlinable, so that it is specialized for the record type. Each index's maintainer writes
     /// the new record's entries and the old one's straight into the transaction's reusable buffer
-    /// (``EntryWrites``), where they are compared; nothing is allocated per entry.
+    /// (``EntryWrites``), where they are compared; a single-valued index allocates nothing.
     @inlinable @discardableResult
     func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
         // While a changed definition is built, its previous generation's entries are kept from the stored bytes.

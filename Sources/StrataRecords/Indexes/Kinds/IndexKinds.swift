@@ -1,21 +1,23 @@
 import Synchronization
 
 /// The registry of index kinds, by the name stored in each index's definition: how each kind's
-/// entries are computed from a record decoded through the catalog, without its Swift type. The
-/// typed side of a kind (its ``IndexMaintainer``) is given where its index is declared; this side
-/// serves what reads a store without the types: ``Store/verify(listing:progress:)`` and the
-/// previous generation of a changed definition, which stands in while the new one is built.
+/// entries are computed from a record decoded through the catalog, without its Swift type, for
+/// ``Store/verify(listing:progress:)``. The typed side of a kind (its ``IndexMaintainer``) is
+/// given where its index is declared.
 ///
-/// `value` (``ValueIndex``) is built in. A kind that is not registered still works for
-/// every typed read and write; verification reports its indexes as not checked, naming the
-/// kind, and a changed definition of it waits for its build rather than read the old entries.
+/// `value` (``ValueIndex``) is built in. A kind that is not registered still works for every
+/// typed read and write; verification reports its indexes as not checked, naming the kind. Only
+/// value indexes keep a previous generation readable while a changed definition is built (their
+/// entries are exactly their components' values); a changed index of another kind waits for its
+/// build.
 public enum IndexKinds {
     /// The name of the built-in kind, ``ValueIndex``.
     public static let value = "value"
 
     /// How a kind's component values are read from the stored fields they name: the stored value
     /// (of the field or key component named like the component; each element, for a
-    /// multi-valued one) to the value its entry holds, or `nil` when it has none.
+    /// multi-valued one) to the value its entry holds. `nil` means it cannot be computed: the
+    /// index is then reported as not checked.
     public typealias CatalogReading = @Sendable (StoredValue) -> StoredValue?
 
     private static let registered = Mutex<[String: CatalogReading]>([:])

@@ -53,7 +53,8 @@ public protocol IndexMaintainer<Indexed>: Sendable {
 /// prefix and the record's primary key around it, into a buffer the transaction reuses.
 public struct IndexEntries {
     /// The entries' keys, back to back: `prefix ‖ values ‖ primary`. Between ``beginEntry()`` and
-    /// ``endEntry(_:isNil:)``, append the entry's components here.
+    /// ``endEntry(_:isNil:)``, append the entry's components here; never remove bytes (a write
+    /// whose maintainer does stops with a precondition failure).
     public var keys: KeyWriter
     /// One entry added: where its key lies in `keys`, where its values end, whether one is `nil`.
     /// (A struct, not a tuple: an array of tuples looks up the tuple's metadata at run time in
@@ -106,6 +107,7 @@ public struct IndexEntries {
         primary = []
         keys.removeAll()
         found.removeAll()
+        first = 0
         seen = nil
     }
 
