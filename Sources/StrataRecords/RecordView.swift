@@ -90,25 +90,10 @@ extension TransactionContext {
         guard key.count >= prefixLength else {
             throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: \(key.count) bytes, shorter than its keyspace prefix (\(prefixLength))")
         }
-        let sealed: RecordEnvelope.Sealed
-        do throws(RecordEnvelope.Damage) {
-            sealed = try RecordEnvelope.open(key: key, value: value)
-        } catch {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: error.detail)
-        }
         let recordKey = UnsafeRawBufferPointer(rebasing: key[prefixLength...])
-        let isCurrent = R.recordType.isVersion(sealed.version) || sameFields.contains(sealed.version)
-        if envelope.isPlain {
-            return try body(RecordView(key: recordKey, fields: sealed.fields, version: sealed.version, isCurrent: isCurrent))
-        }
-        var scratch = takeScratch()
-        defer { self.scratch = scratch }
-        do {
-            return try envelope.withFields(sealed, key: key, scratch: &scratch) { bytes, offset in
-                try body(RecordView(key: recordKey, fields: UnsafeRawBufferPointer(rebasing: bytes[offset...]), version: sealed.version, isCurrent: isCurrent))
-            }
-        } catch let damage as RecordEnvelope.Damage {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: damage.detail)
+        return try withStoredFields(R.self, key: key, value: value) { version, bytes, offset in
+            try body(RecordView(key: recordKey, fields: UnsafeRawBufferPointer(rebasing: bytes[offset...]), version: version,
+                                isCurrent: R.recordType.isVersion(version) || sameFields.contains(version)))
         }
     }
 }

@@ -56,18 +56,15 @@ final class EntryWrites {
     func contains(_ position: Int, in among: Range<Int>, hashed: Set<[UInt8]>?) -> Bool {
         let key = entries.found[position].key
         if let hashed { return hashed.contains(Array(entries.keys.bytes[key])) }
-        return IndexEntries.contains(key, among: among, entries.found, entries.keys.bytes)
+        return entries.contains(key, among: among)
     }
 
     /// The keys of the entries `among`, hashed when they are many (a record with a large
     /// collection), so that comparing two records' entries is not quadratic; `nil` when few.
     @inlinable @inline(__always)
     func hashedKeys(_ among: Range<Int>) -> Set<[UInt8]>? {
-        among.count < IndexEntries.hashingFrom ? nil : hashing(among)
+        among.count < IndexEntries.hashingFrom ? nil : entries.hashedKeys(among)
     }
-
-    @usableFromInline
-    func hashing(_ among: Range<Int>) -> Set<[UInt8]> { Set(among.map { Array(entries.keys.bytes[entries.found[$0].key]) }) }
 
     /// Adds a write of `key`, given whole.
     @usableFromInline

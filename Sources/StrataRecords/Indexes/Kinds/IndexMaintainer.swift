@@ -138,9 +138,8 @@ public struct IndexEntries {
         keys.bytes.append(contentsOf: primary)
         let key = start..<keys.bytes.count
         if first < found.count {
-            if seen == nil && found.count - first >= Self.hashingFrom { seen = Set((first..<found.count).map { Array(keys.bytes[found[$0].key]) }) }
-            let duplicate = seen.map { $0.contains(Array(keys.bytes[key])) }
-                ?? Self.contains(key, among: first..<found.count, found, keys.bytes)
+            if seen == nil && found.count - first >= Self.hashingFrom { seen = hashedKeys(first..<found.count) }
+            let duplicate = seen.map { $0.contains(Array(keys.bytes[key])) } ?? contains(key, among: first..<found.count)
             if duplicate {
                 keys.bytes.removeSubrange(start...)
                 return
@@ -153,10 +152,10 @@ public struct IndexEntries {
     /// From how many entries of one record on duplicates are found by hashing.
     @usableFromInline static var hashingFrom: Int { 16 }
 
-    /// Whether the bytes `key` of `bytes` equal the key of one of the entries `among`.
+    /// Whether the bytes `key` of the buffer equal the key of one of the entries `among`.
     @inlinable
-    static func contains(_ key: Range<Int>, among: Range<Int>, _ found: ReusedArray<Entry>, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { all in
+    func contains(_ key: Range<Int>, among: Range<Int>) -> Bool {
+        keys.bytes.withUnsafeBytes { all in
             let wanted = UnsafeRawBufferPointer(rebasing: all[key])
             for i in among where found[i].key.count == key.count {
                 if Bytewise.compare(UnsafeRawBufferPointer(rebasing: all[found[i].key]), wanted) == 0 { return true }
@@ -164,4 +163,8 @@ public struct IndexEntries {
             return false
         }
     }
+
+    /// The keys of the entries `among`, copied into a set (for records with many entries).
+    @usableFromInline
+    func hashedKeys(_ among: Range<Int>) -> Set<[UInt8]> { Set(among.map { Array(keys.bytes[found[$0].key]) }) }
 }
