@@ -23,6 +23,11 @@ struct Generator {
         lines.append("        key: [" + keys.map { "(\(literal($0.name)), \($0.type).self)" }.joined(separator: ", ") + "],")
         lines.append("        fields: [" + fields.map { "(\(literal($0.name)), \(format(of: $0)))" }.joined(separator: ", ") + "]\(formatOne))")
         lines.append("")
+        let paths = (keys + fields).map { "\(literal($0.name)): \\Self.\($0.name)" }.joined(separator: ", ")
+        lines.append("    \(access)static var storedKeyPaths: [Swift.String: Swift.PartialKeyPath<Self>] {")
+        lines.append("        [\(paths)]")
+        lines.append("    }")
+        lines.append("")
         lines.append("    \(access)func writeKey(to key: inout StrataKeyCodec.KeyWriter) {")
         lines += keys.map { "        key.append(self.\($0.name))" }
         lines.append("    }")

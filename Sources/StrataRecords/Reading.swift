@@ -13,23 +13,28 @@ public struct Query<R: Record>: Sendable {
         switch held {
         case .key(let plan): plan
         case .index(let plan): plan
+        case .filter(let plan): plan
         }
     }
-    /// Today's plan kinds, held as themselves and read through ``run(_:_:)``: through `any
+    /// Today's plan kinds, held as themselves and read through ``run(_:_:filter:)``: through `any
     /// RecordPlan<R>` their reads ran unspecialized for `R` (callgrind, LMDB: a row of `select`
     /// 1557 instructions as itself, 2675 through the existential). A new kind adds a case.
     @usableFromInline enum HeldPlan: Sendable {
         case key(KeyScanPlan<R>)
         case index(IndexScanPlan<R>)
+        case filter(FilterPlan<R>)
     }
     @usableFromInline let held: HeldPlan
 
-    /// `key` or `index` applied to the plan held (one of them runs): each with its concrete type.
+    /// `key` or `index` applied to the plan held (one of them runs): each with its concrete type;
+    /// a predicate query's plan runs through `index`'s operation on ``FilterPlan`` (`filter`).
     @inlinable
-    func run<T>(_ key: (KeyScanPlan<R>) throws -> T, _ index: (IndexScanPlan<R>) throws -> T) rethrows -> T {
+    func run<T>(_ key: (KeyScanPlan<R>) throws -> T, _ index: (IndexScanPlan<R>) throws -> T,
+                filter: (FilterPlan<R>) throws -> T) rethrows -> T {
         switch held {
         case .key(let plan): try key(plan)
         case .index(let plan): try index(plan)
+        case .filter(let plan): try filter(plan)
         }
     }
     /// The conditions on the key, or with ``index`` on the index's components.
@@ -38,6 +43,7 @@ public struct Query<R: Record>: Sendable {
         switch held {
         case .key(let plan): plan.recordQuery
         case .index(let plan): plan.recordQuery
+        case .filter(let plan): plan.recordQuery
         }
     }
     /// The index the query reads (``RecordIndex/query(_:)``), or `nil` for the key.
@@ -58,21 +64,29 @@ public struct Query<R: Record>: Sendable {
     /// Person.byAge (age >= 45), records from the entries`.
     public func explain() -> String { plan.description }
 
-    /// The order used when none is given.
+    /// The order used when none is given: nearest first on the key or an index; a predicate
+    /// query's own order (its sort's, or its range's), ascending.
     @inlinable
-    public var defaultOrder: Order { recordQuery.defaultOrder }
+    public var defaultOrder: Order {
+        if case .filter = held { return .ascending }
+        return recordQuery.defaultOrder
+    }
 
     /// The matching records, at most `limit`.
     @inlinable
     public func select(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil) throws -> [R] {
         let order = order ?? defaultOrder
-        return try run({ try $0.select(in: ctx, limit: limit, order: order) }, { try $0.select(in: ctx, limit: limit, order: order) })
+        return try run({ try $0.select(in: ctx, limit: limit, order: order) },
+                       { try $0.select(in: ctx, limit: limit, order: order) },
+                       filter: { try $0.select(in: ctx, limit: limit, order: order) })
     }
 
     /// How many records match (entries, on a multi-valued index).
     @inlinable
     public func count(in ctx: TransactionContext) throws -> Int {
-        try run({ try $0.count(in: ctx) }, { try $0.count(in: ctx) })
+        try run({ try $0.count(in: ctx) },
+                { try $0.count(in: ctx) },
+                filter: { try $0.count(in: ctx) })
     }
 
     /// Visits the matching records one at a time, without collecting them; `body` returns
@@ -80,7 +94,9 @@ public struct Query<R: Record>: Sendable {
     @inlinable
     public func forEach(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil, _ body: (R) throws -> Bool) throws {
         let order = order ?? defaultOrder
-        try run({ try $0.forEach(in: ctx, limit: limit, order: order, body) }, { try $0.forEach(in: ctx, limit: limit, order: order, body) })
+        try run({ try $0.forEach(in: ctx, limit: limit, order: order, body) },
+                { try $0.forEach(in: ctx, limit: limit, order: order, body) },
+                filter: { try $0.forEach(in: ctx, limit: limit, order: order, body) })
     }
 
     /// The primary keys of the matching records (their encoded components, without the
@@ -88,7 +104,9 @@ public struct Query<R: Record>: Sendable {
     @inlinable
     public func primaryKeys(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil) throws -> [EncodedIndexKey] {
         let order = order ?? defaultOrder
-        return try run({ try $0.primaryKeys(in: ctx, limit: limit, order: order) }, { try $0.primaryKeys(in: ctx, limit: limit, order: order) })
+        return try run({ try $0.primaryKeys(in: ctx, limit: limit, order: order) },
+                       { try $0.primaryKeys(in: ctx, limit: limit, order: order) },
+                       filter: { try $0.primaryKeys(in: ctx, limit: limit, order: order) })
     }
 
     /// One page: at most `limit` records after `token` (the previous page's ``Page/next``).
@@ -110,7 +128,8 @@ public struct Query<R: Record>: Sendable {
             return true
         }
         try run({ try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
-                { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) })
+                { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
+                filter: { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) })
         let next = lastKey.map { PageToken(self, order: order, position: $0) }
         return Page(records: records, next: next)
     }
@@ -169,7 +188,7 @@ public struct PageToken: Codable, Sendable, Hashable {
         version = Self.version
         keyspace = R.recordType.keyspace
         index = query.index?.name
-        self.query = query.recordQuery.fingerprint
+        self.query = query.fingerprint
         descending = order == .descending
         after = Data(position)
     }
@@ -181,7 +200,7 @@ public struct PageToken: Codable, Sendable, Hashable {
         guard version == Self.version else { throw refuse("has layout version \(version); this build reads \(Self.version)") }
         guard keyspace == R.recordType.keyspace else { throw refuse("belongs to keyspace \"\(keyspace)\"") }
         guard index == query.index?.name else { throw refuse(index.map { "was made on index \($0)" } ?? "was made on the key") }
-        guard self.query == query.recordQuery.fingerprint else { throw refuse("was made by another query") }
+        guard self.query == query.fingerprint else { throw refuse("was made by another query") }
         guard descending == (order == .descending) else { throw refuse("was made for the \(descending ? "descending" : "ascending") order") }
         return Array(after)
     }
@@ -216,7 +235,8 @@ public final class RecordCursor<R: Record> {
             }
             let (after, limit) = (lastKey, batchSize)
             try query.run({ try $0.scanRecords(in: ctx, order: order, after: after, limit: limit, visit) },
-                          { try $0.scanRecords(in: ctx, order: order, after: after, limit: limit, visit) })
+                          { try $0.scanRecords(in: ctx, order: order, after: after, limit: limit, visit) },
+                          filter: { try $0.scanRecords(in: ctx, order: order, after: after, limit: limit, visit) })
             if let last { lastKey = last } else { exhausted = true }
             if buffer.isEmpty { return nil }
         }

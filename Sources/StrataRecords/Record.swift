@@ -63,6 +63,12 @@ public protocol Record {
     /// The type's secondary indexes (``RecordIndex``), kept in step with every write. The
     /// default is none. Declare them as `static let` values so they are built once.
     static var indexes: [RecordIndex<Self>] { get }
+
+    /// The stored properties by name (key components and fields): what a predicate query
+    /// (``Query/init(where:sortedBy:)``) reads a key path as, to seek the key instead of scanning.
+    /// The macro writes it; the default is none, and predicate queries on the type then read
+    /// every record (and indexes by their components' own key paths).
+    static var storedKeyPaths: [String: PartialKeyPath<Self>] { get }
 }
 
 /// A record's complete key: the components, written in key order.
@@ -94,6 +100,8 @@ extension Record where IndexKey == EncodedIndexKey {
 
 extension Record {
     public static var indexes: [RecordIndex<Self>] { [] }
+
+    public static var storedKeyPaths: [String: PartialKeyPath<Self>] { [:] }
 
     public static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> Self? { nil }
 }

@@ -104,6 +104,8 @@ extension Query {
     public func forEachView(in ctx: TransactionContext, limit: Int? = nil, order: Order? = nil,
                             _ body: (RecordView<R>) throws -> Bool) throws {
         let order = order ?? defaultOrder
-        try run({ try $0.forEachView(in: ctx, limit: limit, order: order, body) }, { try $0.forEachView(in: ctx, limit: limit, order: order, body) })
+        try run({ try $0.forEachView(in: ctx, limit: limit, order: order, body) },
+                { try $0.forEachView(in: ctx, limit: limit, order: order, body) },
+                filter: { try $0.forEachView(in: ctx, limit: limit, order: order, body) })
     }
 }

@@ -25,6 +25,10 @@ final class ExpansionTests: XCTestCase {
                     key: [("id", Int.self)],
                     fields: [("label", StrataRecords.FieldFormat.of(String?.self))], formatOneVersion: 491673542)
 
+                static var storedKeyPaths: [Swift.String: Swift.PartialKeyPath<Self>] {
+                    ["id": \\Self.id, "label": \\Self.label]
+                }
+
                 func writeKey(to key: inout StrataKeyCodec.KeyWriter) {
                     key.append(self.id)
                 }
@@ -169,6 +173,7 @@ final class ExpansionTests: XCTestCase {
             }
             """)
         XCTAssert(source.contains("public static let recordType"))
+        XCTAssert(source.contains("public static var storedKeyPaths"))
         XCTAssert(source.contains("public init(key: inout StrataKeyCodec.KeyReader"))
         XCTAssert(source.contains("public static func select(in __ctx: StrataRecords.TransactionContext, limit __limit: Swift.Int? = nil, order __order: StrataRecords.Order? = nil, id: Int"))
         XCTAssert(source.contains("public struct IndexKey: StrataRecords.RecordKey, Swift.Hashable {") && source.contains("public let id: Int") && source.contains("public init(id: Int)"))

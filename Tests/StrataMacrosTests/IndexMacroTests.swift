@@ -70,4 +70,28 @@ struct IndexMacroTests {
             #expect(try ctx.verifyIndexes(IndexedMember.self).allSatisfy { $0.isExact })
         }
     }
+
+    @Test("predicate queries on a macro record read its key and its indexes by key path", arguments: Engines.allCases)
+    func predicateQueries(engine: Engines) throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try engine.open(path)
+        defer { try? store.close() }
+        try store.withTransaction { ctx in for m in Self.members { try ctx.insert(m) } }
+        let youngNewYorkers = IndexedMember.query(where: #Predicate { $0.city == "New York" && $0.age < 40 })
+        let taxis = IndexedMember.query(where: #Predicate { $0.tags.contains("taxi") }, sortedBy: [.descending(\.id)])
+        let above = IndexedMember.query(where: #Predicate { $0.id > 2 && $0.email != "x" })
+        let byEmail = IndexedMember.query(where: #Predicate { $0.email == "ruby@rhod.fm" })
+        #expect(youngNewYorkers.explain() == #"index scan macro-member.byCityAge (city = "New York", age < 40), a point read per entry"#)
+        #expect(taxis.explain() == #"index scan macro-member.byTag (tags = "taxi"), a point read per entry; sorted by id descending in memory"#)
+        #expect(above.explain() == #"key scan macro-member (id > 2); filter email != "x""#)
+        #expect(byEmail.explain() == #"index scan macro-member.byEmail (email = "ruby@rhod.fm"), a point read per entry"#)
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try youngNewYorkers.select(in: ctx).map(\.id) == [2])
+            #expect(try taxis.select(in: ctx).map(\.id) == [4, 1])
+            #expect(try above.select(in: ctx).map(\.id) == [3, 4])
+            #expect(try byEmail.select(in: ctx).map(\.id) == [3])
+            #expect(try IndexedMember.count(in: ctx, where: #Predicate { $0.age >= 30 }) == 3)
+        }
+    }
 }

@@ -128,6 +128,9 @@ public struct IndexComponent<R: Record>: @unchecked Sendable {
     public let isMultiValued: Bool
     /// The type of the values a query gives for this component.
     let typeID: ObjectIdentifier
+    /// The property indexed (the collection, when multi-valued), when declared by key path: how
+    /// a predicate query recognises the component. `nil` for a computed one.
+    @usableFromInline var keyPath: AnyKeyPath?
     /// Single-valued: appends the encoding of the value in `record`; returns whether it is `nil`.
     /// (Multi-valued components never call it.)
     @usableFromInline let write: (R, inout KeyWriter) -> Bool
@@ -137,12 +140,14 @@ public struct IndexComponent<R: Record>: @unchecked Sendable {
     let describe: (R, ArraySlice<UInt8>) -> String
 
     @usableFromInline
-    init(name: String, typeName: String, isMultiValued: Bool, typeID: ObjectIdentifier, write: @escaping (R, inout KeyWriter) -> Bool,
+    init(name: String, typeName: String, isMultiValued: Bool, typeID: ObjectIdentifier, keyPath: AnyKeyPath? = nil,
+         write: @escaping (R, inout KeyWriter) -> Bool,
          encode: @escaping (R, inout [IndexValue]) -> Void, describe: @escaping (R, ArraySlice<UInt8>) -> String) {
         self.name = name
         self.typeName = typeName
         self.isMultiValued = isMultiValued
         self.typeID = typeID
+        self.keyPath = keyPath
         self.write = write
         self.encode = encode
         self.describe = describe
@@ -156,7 +161,9 @@ public struct IndexComponent<R: Record>: @unchecked Sendable {
     /// A property whose value is indexed: `.field("email", \.email)`.
     @inlinable
     public static func field<V: KeyComponent>(_ name: String, _ value: KeyPath<R, V> & Sendable) -> IndexComponent {
-        computed(name) { $0[keyPath: value] }
+        var component = computed(name) { $0[keyPath: value] }
+        component.keyPath = value
+        return component
     }
 
     /// A value computed from the record, named `name` in the catalog: `.computed("length") {
@@ -187,7 +194,7 @@ public struct IndexComponent<R: Record>: @unchecked Sendable {
     public static func each<C: Sequence>(_ name: String, _ values: KeyPath<R, C> & Sendable) -> IndexComponent where C.Element: KeyComponent {
         let optional = C.Element.self is any OptionalIndexValue.Type
         return IndexComponent(
-            name: name, typeName: "\(C.Element.self)", isMultiValued: true, typeID: ObjectIdentifier(C.Element.self),
+            name: name, typeName: "\(C.Element.self)", isMultiValued: true, typeID: ObjectIdentifier(C.Element.self), keyPath: values,
             write: { _, _ in preconditionFailure("a multi-valued component has no single value") },
             encode: { record, out in
                 for element in record[keyPath: values] {

@@ -1,0 +1,213 @@
+import StrataEngine
+import StrataKeyCodec
+
+/// The read a ``FilterPlan`` starts from: a range of the key or of an index.
+@usableFromInline
+enum AccessPlan<R: Record>: Sendable {
+    case key(KeyScanPlan<R>)
+    case index(IndexScanPlan<R>)
+
+    var plan: any RecordPlan<R> {
+        switch self {
+        case .key(let plan): plan
+        case .index(let plan): plan
+        }
+    }
+
+    func scanRecords(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
+                     _ body: (_ position: () -> [UInt8], R) throws -> Bool) throws {
+        switch self {
+        case .key(let plan): try plan.scanRecords(in: ctx, order: order, after: position, limit: limit, body)
+        case .index(let plan): try plan.scanRecords(in: ctx, order: order, after: position, limit: limit, body)
+        }
+    }
+}
+
+/// A predicate query's plan (``Query/init(where:sortedBy:)``): a range of the key or of an index
+/// (the bounds the planner took from the predicate), the rest of the predicate evaluated on each
+/// record read, and the sort, from the range's own order or in memory.
+///
+/// Prints as `index scan Person.byCityAge (city = "Paris", age > 30), a point read per entry;
+/// filter name != "Jane"; sorted by name in memory` or `key scan Person (every record); filter
+/// score > 2.5; in key order`.
+///
+/// Memory: without an in-memory sort, one record at a time. With one, the `limit` best records
+/// (a bounded heap: O(limit)); without a limit, every matching record.
+public struct FilterPlan<Root: Record>: RecordPlan {
+    @usableFromInline let access: AccessPlan<Root>
+    /// What the range does not answer exactly; `nil` when it answers the whole predicate.
+    let residual: PredicateTerm<Root>?
+    /// The sort done in memory; empty when the range's order gives the records in the order asked.
+    let sort: [SortField<Root>]
+    /// The range's order that gives the records in the order asked (ascending: the query's).
+    let accessOrder: Order
+    /// Why the plan reads this range, in words, for ``description``.
+    let orderNote: String?
+
+    init(access: AccessPlan<Root>, residual: PredicateTerm<Root>?, sort: [SortField<Root>], accessOrder: Order, orderNote: String?) {
+        (self.access, self.residual, self.sort, self.accessOrder, self.orderNote) = (access, residual, sort, accessOrder, orderNote)
+    }
+
+    /// The index the range reads; `nil` for the key.
+    public var index: RecordIndex<Root>? { access.plan.index }
+    /// The range's conditions.
+    public var recordQuery: RecordQuery { access.plan.recordQuery }
+
+    /// The range, the filter and the sort, in one line.
+    public var description: String {
+        var parts = [access.plan.description]
+        if let residual { parts.append("filter " + residual.description) }
+        if !sort.isEmpty {
+            parts.append("sorted by " + sort.map { $0.name + ($0.descending ? " descending" : "") }.joined(separator: ", ") + " in memory")
+        } else if let orderNote {
+            parts.append(orderNote)
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    /// The range's order for a read in `order` (descending reverses the query's order).
+    func rangeOrder(_ order: Order) -> Order {
+        order == .ascending ? accessOrder : (accessOrder == .ascending ? .descending : .ascending)
+    }
+
+    /// The matching records, at most `limit`, in the query's order (reversed by `.descending`).
+    public func select(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [Root] {
+        var records: [Root] = []
+        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { _, record in
+            records.append(record)
+            return true
+        }
+        return records
+    }
+
+    /// How many records match (entries, when the range is a multi-valued index and nothing else is checked).
+    public func count(in ctx: TransactionContext) throws -> Int {
+        if residual == nil { return try access.plan.count(in: ctx) }
+        var n = 0
+        try access.scanRecords(in: ctx, order: .ascending, after: nil, limit: nil) { _, record in
+            if try residual?.matches(record) != false { n += 1 }
+            return true
+        }
+        return n
+    }
+
+    /// Visits the matching records in order.
+    public func forEach(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (Root) throws -> Bool) throws {
+        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { try body($1) }
+    }
+
+    /// Visits the matching records as views. With a filter, each record read is decoded to be
+    /// checked; with an in-memory sort, each record is read again by key, in order.
+    public func forEachView(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (RecordView<Root>) throws -> Bool) throws {
+        if limit == 0 { return }
+        if sort.isEmpty {
+            if residual == nil { return try access.plan.forEachView(in: ctx, limit: limit, order: rangeOrder(order), body) }
+            var remaining = limit ?? Int.max
+            try access.plan.forEachView(in: ctx, limit: nil, order: rangeOrder(order)) { view in
+                guard try residual?.matches(view.record()) != false else { return true }
+                remaining -= 1
+                return try body(view) && remaining > 0
+            }
+            return
+        }
+        let keys = try primaryKeys(in: ctx, limit: limit, order: order)
+        let prefix = ctx.prefix(Root.self)
+        let sameFields = ctx.sameFields(Root.self)
+        for key in keys {
+            var stop = false
+            try ctx.scan([KeyRange.closed(prefix + key.bytes, prefix + key.bytes)], order: .ascending, limit: 1) { key, value in
+                stop = try !ctx.withView(Root.self, key: key, value: value, prefixLength: prefix.count, sameFields: sameFields, body)
+                return false
+            }
+            if stop { return }
+        }
+    }
+
+    /// The primary keys of the matching records, in order.
+    public func primaryKeys(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [EncodedIndexKey] {
+        if residual == nil && sort.isEmpty { return try access.plan.primaryKeys(in: ctx, limit: limit, order: rangeOrder(order)) }
+        var keys: [EncodedIndexKey] = []
+        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { _, record in
+            var writer = KeyWriter()
+            record.writeKey(to: &writer)
+            keys.append(EncodedIndexKey(bytes: writer.bytes))
+            return true
+        }
+        return keys
+    }
+
+    /// Visits the matching records after `position`: the range's position (a key or an entry key)
+    /// without an in-memory sort, else the record's sort key (see ``sortKey(_:_:)``).
+    public func scanRecords(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
+                            _ body: (_ position: () -> [UInt8], Root) throws -> Bool) throws {
+        if limit == 0 { return }
+        guard !sort.isEmpty else {
+            var remaining = limit ?? Int.max
+            try access.scanRecords(in: ctx, order: rangeOrder(order), after: position, limit: residual == nil ? limit : nil) { at, record in
+                guard try residual?.matches(record) != false else { return true }
+                remaining -= 1
+                // The position is lent on, not kept: `body` gets it as `scanRecords` gave it.
+                return try withoutActuallyEscaping(at) { try body($0, record) } && remaining > 0
+            }
+            return
+        }
+        // In memory: the best `limit` records after `position` by sort key, kept in a heap whose
+        // top is the worst of them.
+        let descending = order == .descending
+        func before(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+            let c = Bytewise.compare(a, b)
+            return descending ? c > 0 : c < 0
+        }
+        var best = BoundedHeap<Root>(limit: limit, before: before)
+        try access.scanRecords(in: ctx, order: .ascending, after: nil, limit: nil) { _, record in
+            guard try residual?.matches(record) != false else { return true }
+            let key = sortKey(record, sort)
+            if let position, !before(position, key) { return true }
+            best.insert(key, record)
+            return true
+        }
+        for (key, record) in best.sorted() where try !body({ key }, record) { return }
+    }
+}
+
+/// The best `limit` (or all) entries by `before`, with their sort keys.
+struct BoundedHeap<Element> {
+    let limit: Int?
+    let before: ([UInt8], [UInt8]) -> Bool
+    /// A max-heap by `before` (the worst entry first) while limited; unordered otherwise.
+    private var entries: [([UInt8], Element)] = []
+
+    init(limit: Int?, before: @escaping ([UInt8], [UInt8]) -> Bool) {
+        self.limit = limit
+        self.before = before
+    }
+
+    mutating func insert(_ key: [UInt8], _ element: Element) {
+        guard let limit else { return entries.append((key, element)) }
+        if entries.count < limit {
+            entries.append((key, element))
+            var i = entries.count - 1
+            while i > 0 {
+                let parent = (i - 1) / 2
+                guard before(entries[parent].0, entries[i].0) else { break }
+                entries.swapAt(parent, i)
+                i = parent
+            }
+        } else if before(key, entries[0].0) {
+            entries[0] = (key, element)
+            var i = 0
+            while true {
+                let (l, r) = (2 * i + 1, 2 * i + 2)
+                var worst = i
+                if l < entries.count && before(entries[worst].0, entries[l].0) { worst = l }
+                if r < entries.count && before(entries[worst].0, entries[r].0) { worst = r }
+                if worst == i { break }
+                entries.swapAt(i, worst)
+                i = worst
+            }
+        }
+    }
+
+    /// The entries, best first.
+    func sorted() -> [([UInt8], Element)] { entries.sorted { before($0.0, $1.0) } }
+}
