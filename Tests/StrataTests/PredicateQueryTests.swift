@@ -230,7 +230,7 @@ struct PredicateQueryTests {
             }
             // The generator reached every kind of plan.
             for kind in ["key scan Citizen", "index scan Citizen.byNameAge", "index scan Citizen.byTag", "covering index scan Citizen.byAge",
-                         "index scan Citizen.byNick"] {
+                         "index scan Citizen.byNick", "union of"] {
                 #expect(plans.contains(kind), "no plan \(kind) among \(plans)")
             }
         }
@@ -297,6 +297,13 @@ struct PredicateQueryTests {
         #expect(plan(#Predicate { $0.name != "Jane" || $0.age == 3 }, [.ascending(\.name), .descending(\.age)])
             == #"key scan Citizen (every record); filter name != "Jane" || age == 3; sorted by name, age descending in memory"#)
         #expect(plan(#Predicate { _ in true }, [.ascending(\.country)]) == "key scan Citizen (every record); sorted in key order")
+        #expect(plan(#Predicate { $0.name == "Jane" || $0.tags.contains("x") || $0.country == "fr" })
+            == #"union of (index scan Citizen.byNameAge (name = "Jane"), a point read per entry | index scan Citizen.byTag (tags = "x"), a point read per entry | key scan Citizen (country = "fr")), a point read per key"#)
+        // A side that leaves a filter, or another conjunct, keeps the whole predicate as the filter.
+        #expect(plan(#Predicate { ($0.name == "Jane" && $0.score > 1) || $0.age == 3 }, [.ascending(\.id)])
+            == #"union of (index scan Citizen.byNameAge (name = "Jane"), a point read per entry | covering index scan Citizen.byAge (age = 3), records from the entries), a point read per key; filter (name == "Jane" && {Comparison<KeyPath<Variable<Citizen>, Double>, Value<Double>>}) || age == 3; sorted by id in memory"#)
+        // A side that fixes nothing: no union.
+        #expect(plan(#Predicate { $0.name == "Jane" || $0.score > 1 }).hasPrefix("key scan Citizen (every record); filter"))
     }
 
     @Test("strings compare as the key orders them: NFC and NFD spellings are different values", arguments: TestEngines.all)

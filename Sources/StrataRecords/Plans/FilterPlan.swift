@@ -1,16 +1,18 @@
 import StrataEngine
 import StrataKeyCodec
 
-/// The read a ``FilterPlan`` starts from: a range of the key or of an index.
+/// The read a ``FilterPlan`` starts from: a range of the key or of an index, or a union of such ranges.
 @usableFromInline
 enum AccessPlan<R: Record>: Sendable {
     case key(KeyScanPlan<R>)
     case index(IndexScanPlan<R>)
+    case union(UnionPlan<R>)
 
     var plan: any RecordPlan<R> {
         switch self {
         case .key(let plan): plan
         case .index(let plan): plan
+        case .union(let plan): plan
         }
     }
 
@@ -19,6 +21,7 @@ enum AccessPlan<R: Record>: Sendable {
         switch self {
         case .key(let plan): try plan.scanRecords(in: ctx, order: order, after: position, limit: limit, body)
         case .index(let plan): try plan.scanRecords(in: ctx, order: order, after: position, limit: limit, body)
+        case .union(let plan): try plan.scanRecords(in: ctx, order: order, after: position, limit: limit, body)
         }
     }
 }
@@ -110,17 +113,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
             }
             return
         }
-        let keys = try primaryKeys(in: ctx, limit: limit, order: order)
-        let prefix = ctx.prefix(Root.self)
-        let sameFields = ctx.sameFields(Root.self)
-        for key in keys {
-            var stop = false
-            try ctx.scan([KeyRange.closed(prefix + key.bytes, prefix + key.bytes)], order: .ascending, limit: 1) { key, value in
-                stop = try !ctx.withView(Root.self, key: key, value: value, prefixLength: prefix.count, sameFields: sameFields, body)
-                return false
-            }
-            if stop { return }
-        }
+        try ctx.forEachView(Root.self, keys: try primaryKeys(in: ctx, limit: limit, order: order).lazy.map(\.bytes), body)
     }
 
     /// The primary keys of the matching records, in order.

@@ -51,6 +51,10 @@ struct Planner<R: Record> {
             }
         }
         var (candidate, match) = best!
+        if match.score == 0, let union = union(candidates) {
+            return FilterPlan(access: .union(union.plan), residual: union.exact ? nil : PredicateTerm.all(conjuncts), sort: sort,
+                              accessOrder: .ascending, orderNote: nil)
+        }
         if match.score == 0 {
             // Nothing fixed: a range whose order gives the sort lets a limit stop early.
             if let ordered = candidates.first(where: { sortOrder(of: $0, from: 0) != nil }) {
@@ -70,6 +74,26 @@ struct Planner<R: Record> {
             return FilterPlan(access: access, residual: residual, sort: [], accessOrder: order, orderNote: "sorted " + where_)
         }
         return FilterPlan(access: access, residual: residual, sort: sort, accessOrder: .ascending, orderNote: nil)
+    }
+
+    /// A union for a conjunct `a || b || …` whose every side fixes leading components of the key or
+    /// an index (the best of each side's candidates), and whether the sides' ranges answer it
+    /// exactly (it is the whole predicate and no side leaves a filter).
+    private func union(_ candidates: [Candidate]) -> (plan: UnionPlan<R>, exact: Bool)? {
+        for conjunct in conjuncts {
+            guard case .or(let sides) = conjunct else { continue }
+            var branches: [AccessPlan<R>] = []
+            var exact = conjuncts.count == 1
+            for side in sides.flatMap(\.disjuncts) {
+                let planner = Planner(conjuncts: side.conjuncts, sort: [])
+                let matches = candidates.map { ($0, planner.match($0)) }
+                guard let (candidate, match) = matches.max(by: { $0.1.score < $1.1.score }), match.score > 0 else { branches = []; break }
+                exact = exact && match.used.count == side.conjuncts.count
+                branches.append(candidate.access(match.query))
+            }
+            if !branches.isEmpty { return (UnionPlan(branches), exact) }
+        }
+        return nil
     }
 
     private func rank(_ candidate: Candidate) -> Int { candidate.isKey ? 2 : candidate.covering ? 1 : 0 }

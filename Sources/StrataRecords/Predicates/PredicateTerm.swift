@@ -154,6 +154,14 @@ indirect enum PredicateTerm<R>: @unchecked Sendable {
         }
     }
 
+    /// The terms of which one must hold (the operands of a top-level `||`), in order.
+    var disjuncts: [PredicateTerm] {
+        switch self {
+        case .or(let terms): terms.flatMap(\.disjuncts)
+        default: [self]
+        }
+    }
+
     /// The conjunction of `terms` (`true` when there are none).
     static func all(_ terms: [PredicateTerm]) -> PredicateTerm {
         terms.isEmpty ? .constant(true) : terms.count == 1 ? terms[0] : .and(terms)
