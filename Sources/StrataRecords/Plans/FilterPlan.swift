@@ -16,6 +16,7 @@ enum AccessPlan<R: Record>: Sendable {
         }
     }
 
+    @inlinable
     func scanRecords(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
                      _ body: (_ position: () -> [UInt8], R) throws -> Bool) throws {
         switch self {
@@ -39,11 +40,11 @@ enum AccessPlan<R: Record>: Sendable {
 public struct FilterPlan<Root: Record>: RecordPlan {
     @usableFromInline let access: AccessPlan<Root>
     /// What the range does not answer exactly; `nil` when it answers the whole predicate.
-    let residual: PredicateTerm<Root>?
+    @usableFromInline let residual: PredicateTerm<Root>?
     /// The sort done in memory; empty when the range's order gives the records in the order asked.
-    let sort: [SortField<Root>]
+    @usableFromInline let sort: [SortField<Root>]
     /// The range's order that gives the records in the order asked (ascending: the query's).
-    let accessOrder: Order
+    @usableFromInline let accessOrder: Order
     /// Why the plan reads this range, in words, for ``description``.
     let orderNote: String?
 
@@ -69,11 +70,13 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     }
 
     /// The range's order for a read in `order` (descending reverses the query's order).
+    @inlinable
     func rangeOrder(_ order: Order) -> Order {
         order == .ascending ? accessOrder : (accessOrder == .ascending ? .descending : .ascending)
     }
 
     /// The matching records, at most `limit`, in the query's order (reversed by `.descending`).
+    @inlinable
     public func select(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [Root] {
         var records: [Root] = []
         try scanRecords(in: ctx, order: order, after: nil, limit: limit) { _, record in
@@ -95,6 +98,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     }
 
     /// Visits the matching records in order.
+    @inlinable
     public func forEach(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (Root) throws -> Bool) throws {
         try scanRecords(in: ctx, order: order, after: nil, limit: limit) { try body($1) }
     }
@@ -130,22 +134,27 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     }
 
     /// Visits the matching records after `position`: the range's position (a key or an entry key)
-    /// without an in-memory sort, else the record's sort key (see ``sortKey(_:_:)``).
+    /// without an in-memory sort, else the record's sort key (its sort fields' encodings, then its primary key).
+    /// Inlinable without a sort, so a range read in index or key order runs specialized for the record type.
+    @inlinable
     public func scanRecords(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
                             _ body: (_ position: () -> [UInt8], Root) throws -> Bool) throws {
         if limit == 0 { return }
-        guard !sort.isEmpty else {
-            var remaining = limit ?? Int.max
-            try access.scanRecords(in: ctx, order: rangeOrder(order), after: position, limit: residual == nil ? limit : nil) { at, record in
-                guard try residual?.matches(record) != false else { return true }
-                remaining -= 1
-                // The position is lent on, not kept: `body` gets it as `scanRecords` gave it.
-                return try withoutActuallyEscaping(at) { try body($0, record) } && remaining > 0
-            }
-            return
+        guard sort.isEmpty else { return try sortedScan(in: ctx, order: order, after: position, limit: limit, body) }
+        var remaining = limit ?? Int.max
+        try access.scanRecords(in: ctx, order: rangeOrder(order), after: position, limit: residual == nil ? limit : nil) { at, record in
+            if let residual, try !residual.matches(record) { return true }
+            remaining -= 1
+            // The position is lent on, not kept: `body` gets it as `scanRecords` gave it.
+            return try withoutActuallyEscaping(at) { try body($0, record) } && remaining > 0
         }
-        // In memory: the best `limit` records after `position` by sort key, kept in a heap whose
-        // top is the worst of them.
+    }
+
+    /// ``scanRecords(in:order:after:limit:_:)`` with an in-memory sort: the best `limit` records
+    /// after `position` by sort key, kept in a heap whose top is the worst of them.
+    @usableFromInline
+    func sortedScan(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
+                    _ body: (_ position: () -> [UInt8], Root) throws -> Bool) throws {
         let descending = order == .descending
         func before(_ a: [UInt8], _ b: [UInt8]) -> Bool {
             let c = Bytewise.compare(a, b)

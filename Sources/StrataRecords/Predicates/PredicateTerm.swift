@@ -101,6 +101,7 @@ indirect enum PredicateTerm<R>: @unchecked Sendable {
     case opaque(String, (R) throws -> Bool)
 
     /// Whether `record` matches.
+    @usableFromInline
     func matches(_ record: R) throws -> Bool {
         switch self {
         case let .compare(property, op, value, _):

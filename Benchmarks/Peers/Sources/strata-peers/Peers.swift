@@ -158,15 +158,21 @@ final class GRDBPeer: Peer {
 struct Peers: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata-peers",
-        abstract: "Strata's record layer on every engine beside GRDB's record API (W1-W5 of peers.md; build with -c release).")
+        abstract: "Strata's record layer on every engine beside GRDB's record API (the users workload, then W1-W5 of peers.md; build with -c release).")
 
     @Option(help: "Records (W1 inserts them all in one transaction).") var records = 1_000_000
     @Option(help: "Queries for W4 and W5.") var queries = 20_000
     @Option(help: "Interleaved rounds; figures are medians.") var rounds = 3
+    @Option(help: "Users for the users workload (0 skips it).") var users = 1_000_000
+    @Option(help: "Interleaved rounds of the users workload; figures are medians.") var userRounds = 5
+    @Flag(help: "Only the users workload.") var usersOnly = false
+    @Option(help: "The users workload's peers: lmdb, leveldb, sqlite, grdb.") var userPeers = "lmdb,leveldb,sqlite,grdb"
 
     func run() throws {
         let root = NSTemporaryDirectory() + "strata-peers-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: root) }
+        if users > 0 { try runUsers(records: users, rounds: userRounds, root: root, peers: userPeers.split(separator: ",").map(String.init)) }
+        if usersOnly { return }
         let text = String(repeating: "0123456789", count: 10)
         var random = SystemRandomNumberGenerator()
         let shuffled = (0..<UInt64(records)).shuffled(using: &random)
