@@ -30,6 +30,8 @@ public final class TransactionContext {
     /// The record changes this transaction made, in order, when an observer is registered
     /// (``TransactionObserver``); `nil` otherwise, and then nothing is recorded.
     @exclusivity(unchecked) @usableFromInline var changes: [RecordChange]?
+    /// Whether ``changes`` keep the records written (a live query observes the store).
+    @usableFromInline var changesKeepRecords = false
     /// How the store seals and opens record values (its transforms, from the manifest).
     @usableFromInline let envelope: RecordEnvelope
     /// The error of a write that failed after it began changing the store (a record put without
@@ -98,7 +100,7 @@ public final class TransactionContext {
         try buffer.writer.bytes.withUnsafeBytes { stored in
             try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
         }
-        if let replaced { recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert) }
+        if let replaced { recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert, record: record) }
     }
 
     /// Encodes `record` as it is stored into `fields`, key and value back to back, and returns
@@ -187,8 +189,10 @@ public final class TransactionContext {
     /// Records a change of the record of type `R` stored as `key` (keyspace prefix included);
     /// called only when ``changes`` is recorded.
     @usableFromInline
-    func recordChange<R: Record>(_: R.Type, key: some Collection<UInt8>, _ kind: RecordChange.Kind) {
-        changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(key.dropFirst(prefix(R.self).count))), kind: kind))
+    func recordChange<R: Record>(_: R.Type, key: some Collection<UInt8>, _ kind: RecordChange.Kind, record: R? = nil) {
+        let kept = changesKeepRecords ? record.map { ChangedRecord(value: $0) } : nil
+        changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(key.dropFirst(prefix(R.self).count))),
+                                     kind: kind, record: kept))
     }
 
     // MARK: Reading

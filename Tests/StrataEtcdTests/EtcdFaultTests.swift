@@ -91,7 +91,7 @@ struct EtcdFaultTests {
         let prefix = Clusters.prefix("kill")
         let engine = try EtcdEngine(prefix: prefix, options: EngineOptions(timeout: .seconds(30)), etcd: options)
         defer { try? engine.close() }
-        let perTask = TestScale.count(15, full: 100)
+        let perTask = TestScale.count(40, full: 100)  // long enough that the kill lands while it runs (15 once finished first under load)
         let total = 2 * 4 * perTask
         let loads = try ["a", "b"].map { try LoadProcess(options, prefix: prefix, name: $0, tasks: 4, transactions: perTask) }
         // Once some transactions are acknowledged, kill the member.

@@ -120,6 +120,15 @@ func withStore<R>(_ kind: EngineKind, _ body: (Store, String) throws -> R) throw
     return try body(store, dir.path)
 }
 
+/// ``withStore(_:_:)`` for an async body.
+func withAsyncStore<R>(_ kind: EngineKind, _ body: (Store) async throws -> R) async throws -> R {
+    let dir = TemporaryDirectory()
+    defer { dir.cleanup() }
+    let store = try Store(kind.configuration(path: dir.path))
+    defer { try? store.close() }
+    return try await body(store)
+}
+
 let people: [Person] = [
     Person(lastName: "Dallas", firstName: "Korben", age: 45),
     Person(lastName: "Dallas", firstName: "Leeloo", age: 25),

@@ -268,10 +268,10 @@ struct IndexTests {
     @Test("paging an index query with inserts and deletes between pages, both orders: every record present throughout comes once; cursors and streams on an index",
           arguments: TestEngines.all)
     func pagingAnIndex(kind: EngineKind) async throws {
-        let dir = TemporaryDirectory()
-        defer { dir.cleanup() }
-        let store = try Store(kind.configuration(path: dir.path))
-        defer { try? store.close() }
+        try await withAsyncStore(kind) { store in try await Self.pageAnIndex(store) }
+    }
+
+    static func pageAnIndex(_ store: Store) async throws {
         for descending in [false, true] {
             let query = try Self.pageWithChanges(store, descending: descending)
             var viaStream: [Int] = []

@@ -21,15 +21,46 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
     /// Insert, update or delete.
     public let kind: Kind
 
+    /// The record as written, for an insert or update recorded while a live query observes the
+    /// store (``Store/observe(_:limit:order:)``), which tests it against its query without a read;
+    /// `nil` otherwise. Not part of the change's equality.
+    let record: ChangedRecord?
+
     /// A change, as the write funnel records it.
     public init(keyspace: String, key: EncodedIndexKey, kind: Kind) {
-        (self.keyspace, self.key, self.kind) = (keyspace, key, kind)
+        self.init(keyspace: keyspace, key: key, kind: kind, record: nil)
+    }
+
+    init(keyspace: String, key: EncodedIndexKey, kind: Kind, record: ChangedRecord?) {
+        (self.keyspace, self.key, self.kind, self.record) = (keyspace, key, kind, record)
+    }
+
+    /// Equal when the keyspace, the key and the kind are.
+    public static func == (a: RecordChange, b: RecordChange) -> Bool {
+        a.keyspace == b.keyspace && a.key == b.key && a.kind == b.kind
+    }
+
+    /// Hashes the keyspace, the key and the kind.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(keyspace)
+        hasher.combine(key)
+        hasher.combine(kind)
     }
 
     /// `insert Person 02 44 61 00 …`: the kind, the keyspace and the key's bytes in hex.
     public var description: String {
         "\(kind) \(keyspace) " + key.bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ")
     }
+}
+
+/// A record an insert or update wrote, carried by its ``RecordChange`` to the live queries of its
+/// type.
+///
+/// `@unchecked Sendable`: the value is a record the writer handed to `insert`; only a live query
+/// of its own type reads it (cast back), and ``Store/observe(_:limit:order:)`` requires that type
+/// to be `Sendable`.
+struct ChangedRecord: @unchecked Sendable {
+    let value: Any
 }
 
 /// Told of the record changes of each transaction of a ``Store`` that commits, after the engine's
@@ -66,6 +97,11 @@ public protocol TransactionObserver: AnyObject, Sendable {
 final class ObserverRegistry: Sendable {
     private struct State {
         var observers: [any TransactionObserver] = []
+        /// The observed queries (``Store/observe(_:limit:order:)``), grouped by record type (the
+        /// type's metatype identifier), by keyspace. A group stays once made.
+        var groups: [String: [ObjectIdentifier: any LiveQueryGroup]] = [:]
+        /// How many observed queries are registered.
+        var liveQueries = 0
         var nextTicket: UInt64 = 0
         var nextDelivery: UInt64 = 0
         var finished: [UInt64: [RecordChange]] = [:]
@@ -76,7 +112,44 @@ final class ObserverRegistry: Sendable {
     private let delivering = Mutex(())
 
     /// Whether a write transaction beginning now must record its changes.
-    @usableFromInline var isObserved: Bool { state.withLock { !$0.observers.isEmpty } }
+    @usableFromInline var isObserved: Bool { state.withLock { !$0.observers.isEmpty || $0.liveQueries > 0 } }
+
+    /// Whether a write transaction beginning now must keep the records it writes with its
+    /// changes (a live query tests them against its query).
+    var keepsRecords: Bool { state.withLock { $0.liveQueries > 0 } }
+
+    /// The ticket the next observed writer takes. Read by a transaction holding the engine's
+    /// writer gate, it splits the commits in two: those with a lower ticket are in what the
+    /// transaction reads, the others begin after it.
+    var nextTicket: UInt64 { state.withLock { $0.nextTicket } }
+
+    /// The group of `R`'s observed queries, made on first use.
+    private func group<R: Record & Sendable>(_: R.Type) -> LiveQueries<R> {
+        state.withLock { state in
+            let type = ObjectIdentifier(R.self)
+            if let group = state.groups[R.recordType.keyspace]?[type] as? LiveQueries<R> { return group }
+            let group = LiveQueries<R>()
+            state.groups[R.recordType.keyspace, default: [:]][type] = group
+            return group
+        }
+    }
+
+    /// Registers an observed query: from now on it holds every change of its type, until
+    /// ``start(_:floor:holding:)``.
+    func add<R>(_ query: LiveQuery<R>) {
+        group(R.self).add(query)
+        state.withLock { $0.liveQueries += 1 }
+    }
+
+    /// The first snapshot of `query` holds the commits up to `floor` and the records keyed `holding`.
+    func start<R>(_ query: LiveQuery<R>, floor: UInt64, holding: Set<[UInt8]>) {
+        group(R.self).start(query, floor: floor, holding: holding)
+    }
+
+    /// Removes an observed query.
+    func remove<R>(_ query: LiveQuery<R>) {
+        if group(R.self).remove(query) { state.withLock { $0.liveQueries -= 1 } }
+    }
 
     func add(_ observer: any TransactionObserver) {
         state.withLock { $0.observers.append(observer) }
@@ -110,13 +183,21 @@ final class ObserverRegistry: Sendable {
 
     /// Delivers the finished tickets that are next in order; the caller holds `delivering`.
     private func deliverReady() {
-        while let (changes, observers) = state.withLock({ state -> ([RecordChange], [any TransactionObserver])? in
-            guard let changes = state.finished.removeValue(forKey: state.nextDelivery) else { return nil }
+        while let (ticket, changes, observers, groups) = state.withLock({ state -> (UInt64, [RecordChange], [any TransactionObserver], [String: [ObjectIdentifier: any LiveQueryGroup]])? in
+            let ticket = state.nextDelivery
+            guard let changes = state.finished.removeValue(forKey: ticket) else { return nil }
             state.nextDelivery += 1
-            return (changes, state.observers)
+            return (ticket, changes, state.observers, state.liveQueries > 0 ? state.groups : [:])
         }) {
             guard !changes.isEmpty else { continue }
             for observer in observers { observer.didCommit(changes) }
+            guard !groups.isEmpty else { continue }
+            // Each group is handed the changes of its keyspace only; its version is the ticket + 1.
+            var byKeyspace: [String: [RecordChange]] = [:]
+            for change in changes where groups[change.keyspace] != nil { byKeyspace[change.keyspace, default: []].append(change) }
+            for (keyspace, changes) in byKeyspace {
+                for group in groups[keyspace]!.values { group.deliver(version: ticket + 1, changes) }
+            }
         }
     }
 }
@@ -144,6 +225,7 @@ final class ObservedWrite: @unchecked Sendable {
         if let ticket { registry.finish(ticket, []) }
         ticket = nil
         ctx.changes = []
+        ctx.changesKeepRecords = registry.keepsRecords
         let result = try ctx.runBody(body)
         changes = ctx.changes ?? []
         ticket = registry.ticket()

@@ -72,7 +72,7 @@ extension TransactionContext {
         }
         let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: Array(key), value: Array(value), old: oldValue, into: plan) : []
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { try writer.put($0, forKey: k) } }
-        if changes != nil { recordChange(R.self, key: key, old != nil ? .update : .insert) }
+        if changes != nil { recordChange(R.self, key: key, old != nil ? .update : .insert, record: record) }
         try completing {
             try plan.apply(to: writer, value: value)
             for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }

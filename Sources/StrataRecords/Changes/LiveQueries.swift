@@ -1,0 +1,200 @@
+import Synchronization
+import StrataEngine
+import StrataKeyCodec
+
+/// The observed queries of one record type in one store, as the ``ObserverRegistry`` hands them a
+/// commit's changes.
+protocol LiveQueryGroup: AnyObject, Sendable {
+    /// The keyspace of the record type.
+    var keyspace: String { get }
+    /// The changes of one commit to ``keyspace``, in the order they were made; called one commit
+    /// at a time, in commit order, by the thread delivering it.
+    func deliver(version: UInt64, _ changes: [RecordChange])
+}
+
+/// Decides which observed queries of `R` a commit's changes concern, without asking each query:
+///
+/// - A change concerns a query whose ranges hold the record's key or one of its entries' values
+///   (looked up in a ``RangeIndex`` per domain: O(log ranges) per change, however many queries),
+///   if the query's residual holds for the record as written.
+/// - It also concerns the queries that hold the record (``State/holders``): it changed or left.
+///   A key query needs no holders: its range alone says whether a key is one of its records
+///   (only existing records are reported deleted).
+///
+/// So a commit costs the queries it does not concern nothing: they are not visited.
+final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
+    let keyspace = R.recordType.keyspace
+
+    struct Member {
+        let query: LiveQuery<R>
+        let byKeyAlone: Bool
+        /// Whether its first snapshot is read; until then it holds every change of the keyspace.
+        var started = false
+        /// The keys of the records it holds or may hold (not for queries by key alone): those of
+        /// its first snapshot, then every record whose last write matched it. Exact without a
+        /// limit; with one, also records past the limit that matched since the first snapshot.
+        var holding: Set<[UInt8]> = []
+    }
+
+    struct State {
+        var members: [ObjectIdentifier: Member] = [:]
+        /// For each record key, the queries (not by key alone) holding it.
+        var holders: [[UInt8]: [ObjectIdentifier]] = [:]
+        /// The started queries' ranges, per domain; rebuilt after a query starts or ends.
+        var ranges: [AccessDomain: RangeIndex] = [:]
+        /// The indexes the started queries' ranges read, by name.
+        var indexes: [String: RecordIndex<R>] = [:]
+        var stale = false
+    }
+    let state = Mutex(State())
+
+    /// Adds `query`, which holds every change until ``start(_:floor:holding:)``.
+    func add(_ query: LiveQuery<R>) {
+        state.withLock { $0.members[ObjectIdentifier(query)] = Member(query: query, byKeyAlone: query.access.byKeyAlone) }
+    }
+
+    /// Removes `query`; returns whether it was there.
+    @discardableResult
+    func remove(_ query: LiveQuery<R>) -> Bool {
+        state.withLock { state in
+            let id = ObjectIdentifier(query)
+            guard let member = state.members.removeValue(forKey: id) else { return false }
+            for key in member.holding {
+                state.holders[key]?.removeAll { $0 == id }
+                if state.holders[key]?.isEmpty == true { state.holders[key] = nil }
+            }
+            if member.started { state.stale = true }
+            return true
+        }
+    }
+
+    /// The first snapshot of `query` holds the commits up to `floor` and the records keyed
+    /// `holding`: from now on the query is looked up by its ranges, and the changes it held
+    /// meanwhile are sorted (``LiveQuery/start(floor:_:)``).
+    func start(_ query: LiveQuery<R>, floor: UInt64, holding: Set<[UInt8]>) {
+        state.withLock { state in
+            let id = ObjectIdentifier(query)
+            guard var member = state.members[id] else { return }
+            member.started = true
+            if !member.byKeyAlone { member.holding = holding }
+            let access = query.access
+            query.start(floor: floor) { change in
+                let key = change.key.bytes
+                if member.byKeyAlone { return access.ranges.contains { $0.range.contains(key) } }
+                let now = change.kind != .delete && (change.record.map { ($0.value as? R).map { access.matches($0, key: key) } ?? true } ?? true)
+                let was = now ? !member.holding.insert(key).inserted : member.holding.remove(key) != nil
+                return was || now
+            }
+            for key in member.holding { state.holders[key, default: []].append(id) }
+            state.members[id] = member
+            state.stale = true
+        }
+    }
+
+    func deliver(version: UInt64, _ changes: [RecordChange]) {
+        state.withLock { state in
+            if state.stale { rebuild(&state) }
+            var shares: [ObjectIdentifier: [RecordChange]] = [:]
+            let waiting = state.members.filter { !$0.value.started }
+            for change in changes {
+                for member in waiting.values { member.query.hold(version: version, change) }
+                let key = change.key.bytes
+                var concerned: [ObjectIdentifier] = []
+                // Queries that now hold the record (not by key alone).
+                var now: [ObjectIdentifier] = []
+                var candidates = Set<ObjectIdentifier>()
+                for id in state.ranges[.key]?.stab(key) ?? [] {
+                    if state.members[id]!.byKeyAlone { concerned.append(id) } else { candidates.insert(id) }
+                }
+                if change.kind != .delete {
+                    if let record = change.record?.value as? R {
+                        for (name, index) in state.indexes {
+                            guard let ranges = state.ranges[.index(name)] else { continue }
+                            for entry in index.entryValues(of: record) { candidates.formUnion(ranges.stab(entry.bytes)) }
+                        }
+                        now = candidates.filter { state.members[$0]!.query.access.passesResidual(record) }
+                    } else {
+                        // Written without its record (a writer that began before any query of the
+                        // type was observed): every query may hold it; each reads again.
+                        now = state.members.filter { $0.value.started && !$0.value.byKeyAlone }.map(\.key)
+                    }
+                }
+                let was = state.holders[key] ?? []
+                for id in was where !now.contains(id) { state.members[id]?.holding.remove(key) }
+                for id in now where !was.contains(id) { state.members[id]?.holding.insert(key) }
+                state.holders[key] = now.isEmpty ? nil : now
+                concerned += was
+                concerned += now
+                for id in Set(concerned) { shares[id, default: []].append(change) }
+            }
+            for (id, share) in shares { state.members[id]?.query.enqueue(version: version, share) }
+        }
+    }
+
+    /// The range lookups of the started queries.
+    private func rebuild(_ state: inout State) {
+        var spans: [AccessDomain: [(KeyRange, ObjectIdentifier)]] = [:]
+        var indexes: [String: RecordIndex<R>] = [:]
+        for (id, member) in state.members where member.started {
+            for (domain, range) in member.query.access.ranges { spans[domain, default: []].append((range, id)) }
+            indexes.merge(member.query.access.indexes) { a, _ in a }
+        }
+        state.ranges = spans.mapValues(RangeIndex.init)
+        state.indexes = indexes
+        state.stale = false
+    }
+}
+
+/// Byte ranges, each tagged with a query, looked up by a key: which ranges hold it. The ranges'
+/// ends cut the byte strings into segments; each segment lists the ranges covering it, so a lookup
+/// is one binary search (memory: the segments times the ranges covering each, which nested ranges
+/// make grow).
+struct RangeIndex {
+    /// The segments' starts, ascending; segment `i` runs to `starts[i + 1]` (the last one, up).
+    private var starts: [[UInt8]] = []
+    private var covering: [[ObjectIdentifier]] = []
+
+    init(_ ranges: [(KeyRange, ObjectIdentifier)]) {
+        // Each range as [low, high) (`high` nil: no end); a byte string's successor is itself + 00.
+        let spans = ranges.compactMap { range, id -> ([UInt8], [UInt8]?, ObjectIdentifier)? in
+            let low: [UInt8] = switch range.lower {
+            case .unbounded: []
+            case .inclusive(let bound): bound
+            case .exclusive(let bound): bound + [0]
+            }
+            let high: [UInt8]? = switch range.upper {
+            case .unbounded: nil
+            case .inclusive(let bound): bound + [0]
+            case .exclusive(let bound): bound
+            }
+            if let high, Bytewise.compare(low, high) >= 0 { return nil }
+            return (low, high, id)
+        }
+        var points = Set<[UInt8]>()
+        for (low, high, _) in spans {
+            points.insert(low)
+            if let high { points.insert(high) }
+        }
+        starts = points.sorted { Bytewise.compare($0, $1) < 0 }
+        covering = Array(repeating: [], count: starts.count)
+        for (low, high, id) in spans {
+            let end = high.map { segment(of: $0)! } ?? starts.count
+            for i in segment(of: low)!..<end { covering[i].append(id) }
+        }
+    }
+
+    /// The segment holding `key`, or `nil` when it lies below them all.
+    private func segment(of key: [UInt8]) -> Int? {
+        var (low, high) = (0, starts.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if Bytewise.compare(starts[middle], key) <= 0 { low = middle + 1 } else { high = middle }
+        }
+        return low == 0 ? nil : low - 1
+    }
+
+    /// The tags of the ranges that hold `key`.
+    func stab(_ key: [UInt8]) -> [ObjectIdentifier] {
+        segment(of: key).map { covering[$0] } ?? []
+    }
+}
