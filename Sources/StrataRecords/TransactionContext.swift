@@ -30,8 +30,11 @@ public final class TransactionContext {
     /// The record changes this transaction made, in order, when an observer is registered
     /// (``TransactionObserver``); `nil` otherwise, and then nothing is recorded.
     @exclusivity(unchecked) @usableFromInline var changes: [RecordChange]?
-    /// Whether ``changes`` keep the records written (a live query observes the store).
+    /// Whether ``changes`` keep the records written (an observed query tests them).
     @usableFromInline var changesKeepRecords = false
+    /// Whether ``changes`` must tell an insert from an update (a ``TransactionObserver`` is
+    /// registered); if not, an insert without indexes reads nothing and is recorded as an update.
+    @usableFromInline var changesNeedKinds = true
     /// How the store seals and opens record values (its transforms, from the manifest).
     @usableFromInline let envelope: RecordEnvelope
     /// The error of a write that failed after it began changing the store (a record put without
@@ -95,7 +98,7 @@ public final class TransactionContext {
         }
         // Observed: whether the key held a record, read before the put and recorded after it (a
         // put that throws, caught by the body, changed nothing).
-        let replaced = changes == nil ? nil
+        let replaced = changes == nil ? nil : !changesNeedKinds ? true
             : try buffer.writer.bytes.withUnsafeBytes { try reader.withValue(forKey: UnsafeRawBufferPointer(rebasing: $0[..<keyLength])) { $0 != nil } }
         try buffer.writer.bytes.withUnsafeBytes { stored in
             try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
@@ -188,7 +191,7 @@ public final class TransactionContext {
 
     /// Records a change of the record of type `R` stored as `key` (keyspace prefix included);
     /// called only when ``changes`` is recorded.
-    @usableFromInline
+    @inlinable
     func recordChange<R: Record>(_: R.Type, key: some Collection<UInt8>, _ kind: RecordChange.Kind, record: R? = nil) {
         let kept = changesKeepRecords ? record.map { ChangedRecord(value: $0) } : nil
         changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(key.dropFirst(prefix(R.self).count))),

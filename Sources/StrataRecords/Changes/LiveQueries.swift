@@ -45,12 +45,19 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
         /// The indexes the started queries' ranges read, by name.
         var indexes: [String: RecordIndex<R>] = [:]
         var stale = false
+        /// How many queries wait for their first snapshot, and how many started ones are not by
+        /// key alone (when none, no record is tested and no holder kept).
+        var waiting = 0
+        var recordQueries = 0
     }
     let state = Mutex(State())
 
     /// Adds `query`, which holds every change until ``start(_:floor:holding:)``.
     func add(_ query: LiveQuery<R>) {
-        state.withLock { $0.members[ObjectIdentifier(query)] = Member(query: query, byKeyAlone: query.access.byKeyAlone) }
+        state.withLock { state in
+            state.members[ObjectIdentifier(query)] = Member(query: query, byKeyAlone: query.access.byKeyAlone)
+            state.waiting += 1
+        }
     }
 
     /// Removes `query`; returns whether it was there.
@@ -63,7 +70,12 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
                 state.holders[key]?.removeAll { $0 == id }
                 if state.holders[key]?.isEmpty == true { state.holders[key] = nil }
             }
-            if member.started { state.stale = true }
+            if member.started {
+                state.stale = true
+                if !member.byKeyAlone { state.recordQueries -= 1 }
+            } else {
+                state.waiting -= 1
+            }
             return true
         }
     }
@@ -74,8 +86,10 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
     func start(_ query: LiveQuery<R>, floor: UInt64, holding: Set<[UInt8]>) {
         state.withLock { state in
             let id = ObjectIdentifier(query)
-            guard var member = state.members[id] else { return }
+            guard var member = state.members[id], !member.started else { return }
             member.started = true
+            state.waiting -= 1
+            if !member.byKeyAlone { state.recordQueries += 1 }
             if !member.byKeyAlone { member.holding = holding }
             let access = query.access
             query.start(floor: floor) { change in
@@ -95,37 +109,41 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
         state.withLock { state in
             if state.stale { rebuild(&state) }
             var shares: [ObjectIdentifier: [RecordChange]] = [:]
-            let waiting = state.members.filter { !$0.value.started }
             for change in changes {
-                for member in waiting.values { member.query.hold(version: version, change) }
+                if state.waiting > 0 {
+                    for member in state.members.values where !member.started { member.query.hold(version: version, change) }
+                }
                 let key = change.key.bytes
                 var concerned: [ObjectIdentifier] = []
-                // Queries that now hold the record (not by key alone).
-                var now: [ObjectIdentifier] = []
-                var candidates = Set<ObjectIdentifier>()
+                var candidates: [ObjectIdentifier] = []
                 for id in state.ranges[.key]?.stab(key) ?? [] {
-                    if state.members[id]!.byKeyAlone { concerned.append(id) } else { candidates.insert(id) }
+                    if state.members[id]!.byKeyAlone { concerned.append(id) } else { candidates.append(id) }
                 }
-                if change.kind != .delete {
-                    if let record = change.record?.value as? R {
-                        for (name, index) in state.indexes {
-                            guard let ranges = state.ranges[.index(name)] else { continue }
-                            for entry in index.entryValues(of: record) { candidates.formUnion(ranges.stab(entry.bytes)) }
+                if state.recordQueries > 0 {
+                    // Queries that now hold the record (not by key alone), and those that held it.
+                    var now: [ObjectIdentifier] = []
+                    if change.kind != .delete {
+                        if let record = change.record?.value as? R {
+                            for (name, index) in state.indexes {
+                                guard let ranges = state.ranges[.index(name)] else { continue }
+                                for entry in index.entryValues(of: record) { candidates += ranges.stab(entry.bytes) }
+                            }
+                            for id in candidates where !now.contains(id) && state.members[id]!.query.access.passesResidual(record) { now.append(id) }
+                        } else {
+                            // Written without its record (a writer that began before any such query
+                            // was observed): every query may hold it; each reads again.
+                            now = state.members.filter { $0.value.started && !$0.value.byKeyAlone }.map(\.key)
                         }
-                        now = candidates.filter { state.members[$0]!.query.access.passesResidual(record) }
-                    } else {
-                        // Written without its record (a writer that began before any query of the
-                        // type was observed): every query may hold it; each reads again.
-                        now = state.members.filter { $0.value.started && !$0.value.byKeyAlone }.map(\.key)
+                    }
+                    let was = state.holders[key] ?? []
+                    if !was.isEmpty || !now.isEmpty {
+                        for id in was where !now.contains(id) { state.members[id]?.holding.remove(key) }
+                        for id in now where !was.contains(id) { state.members[id]?.holding.insert(key) }
+                        state.holders[key] = now.isEmpty ? nil : now
+                        for id in was + now where !concerned.contains(id) { concerned.append(id) }
                     }
                 }
-                let was = state.holders[key] ?? []
-                for id in was where !now.contains(id) { state.members[id]?.holding.remove(key) }
-                for id in now where !was.contains(id) { state.members[id]?.holding.insert(key) }
-                state.holders[key] = now.isEmpty ? nil : now
-                concerned += was
-                concerned += now
-                for id in Set(concerned) { shares[id, default: []].append(change) }
+                for id in concerned { shares[id, default: []].append(change) }
             }
             for (id, share) in shares { state.members[id]?.query.enqueue(version: version, share) }
         }

@@ -165,7 +165,8 @@ final class QueryObserver<R: Record & Sendable>: @unchecked Sendable {
         self.records = records
         keys = records.map(Self.key)
         version = floor
-        observation.store.observers.start(live, floor: floor, holding: Set(keys))
+        // A key query's range alone decides what it holds; others are told by the keys they hold.
+        observation.store.observers.start(live, floor: floor, holding: live.access.byKeyAlone ? [] : Set(keys))
         return QuerySnapshot(records: records, version: floor, changes: nil)
     }
 

@@ -31,6 +31,7 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
         self.init(keyspace: keyspace, key: key, kind: kind, record: nil)
     }
 
+    @usableFromInline
     init(keyspace: String, key: EncodedIndexKey, kind: Kind, record: ChangedRecord?) {
         (self.keyspace, self.key, self.kind, self.record) = (keyspace, key, kind, record)
     }
@@ -59,8 +60,10 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
 /// `@unchecked Sendable`: the value is a record the writer handed to `insert`; only a live query
 /// of its own type reads it (cast back), and ``Store/observe(_:limit:order:)`` requires that type
 /// to be `Sendable`.
+@usableFromInline
 struct ChangedRecord: @unchecked Sendable {
-    let value: Any
+    @usableFromInline let value: Any
+    @inlinable init(value: Any) { self.value = value }
 }
 
 /// Told of the record changes of each transaction of a ``Store`` that commits, after the engine's
@@ -104,7 +107,9 @@ final class ObserverRegistry: Sendable {
         var liveQueries = 0
         var nextTicket: UInt64 = 0
         var nextDelivery: UInt64 = 0
-        var finished: [UInt64: [RecordChange]] = [:]
+        /// Finished tickets' changes, and whether they tell inserts from updates (a transaction
+        /// that began with only observed queries does not: its changes go to them alone).
+        var finished: [UInt64: (changes: [RecordChange], kinds: Bool)] = [:]
     }
     private let state = Mutex(State())
     /// Held while delivering, so deliveries never overlap (and so keep their order); a writer
@@ -115,8 +120,12 @@ final class ObserverRegistry: Sendable {
     @usableFromInline var isObserved: Bool { state.withLock { !$0.observers.isEmpty || $0.liveQueries > 0 } }
 
     /// Whether a write transaction beginning now must keep the records it writes with its
-    /// changes (a live query tests them against its query).
-    var keepsRecords: Bool { state.withLock { $0.liveQueries > 0 } }
+    /// changes (observed queries test them, and key queries keep their results from them), and
+    /// whether it must tell an insert from an update (a ``TransactionObserver`` is told which;
+    /// observed queries need not).
+    var recording: (keepsRecords: Bool, needsKinds: Bool) {
+        state.withLock { ($0.liveQueries > 0, !$0.observers.isEmpty) }
+    }
 
     /// The ticket the next observed writer takes. Read by a transaction holding the engine's
     /// writer gate, it splits the commits in two: those with a lower ticket are in what the
@@ -148,7 +157,8 @@ final class ObserverRegistry: Sendable {
 
     /// Removes an observed query.
     func remove<R>(_ query: LiveQuery<R>) {
-        if group(R.self).remove(query) { state.withLock { $0.liveQueries -= 1 } }
+        guard group(R.self).remove(query) else { return }
+        state.withLock { $0.liveQueries -= 1 }
     }
 
     func add(_ observer: any TransactionObserver) {
@@ -172,8 +182,8 @@ final class ObserverRegistry: Sendable {
     /// delivery is under way: that one delivers it. So a transaction run by an observer's
     /// `didCommit` (on the delivering thread) is delivered after it returns, rather than wait
     /// for itself.
-    func finish(_ ticket: UInt64, _ changes: [RecordChange]) {
-        state.withLock { $0.finished[ticket] = changes }
+    func finish(_ ticket: UInt64, _ changes: [RecordChange], kinds: Bool = true) {
+        state.withLock { $0.finished[ticket] = (changes, kinds) }
         while delivering.withLockIfAvailable({ _ in deliverReady() }) != nil {
             // Delivered and unlocked: a ticket finished meanwhile by a writer that found the lock
             // taken is this thread's to deliver.
@@ -185,9 +195,9 @@ final class ObserverRegistry: Sendable {
     private func deliverReady() {
         while let (ticket, changes, observers, groups) = state.withLock({ state -> (UInt64, [RecordChange], [any TransactionObserver], [String: [ObjectIdentifier: any LiveQueryGroup]])? in
             let ticket = state.nextDelivery
-            guard let changes = state.finished.removeValue(forKey: ticket) else { return nil }
+            guard let (changes, kinds) = state.finished.removeValue(forKey: ticket) else { return nil }
             state.nextDelivery += 1
-            return (ticket, changes, state.observers, state.liveQueries > 0 ? state.groups : [:])
+            return (ticket, changes, kinds ? state.observers : [], state.liveQueries > 0 ? state.groups : [:])
         }) {
             guard !changes.isEmpty else { continue }
             for observer in observers { observer.didCommit(changes) }
@@ -214,6 +224,8 @@ final class ObservedWrite: @unchecked Sendable {
     private var changes: [RecordChange] = []
     /// Set once the engine returned from the write: it committed.
     private var committed = false
+    /// Whether the changes tell inserts from updates (``TransactionContext/changesNeedKinds``).
+    private var kinds = true
     private let registry: ObserverRegistry
 
     init(_ registry: ObserverRegistry) { self.registry = registry }
@@ -225,9 +237,10 @@ final class ObservedWrite: @unchecked Sendable {
         if let ticket { registry.finish(ticket, []) }
         ticket = nil
         ctx.changes = []
-        ctx.changesKeepRecords = registry.keepsRecords
+        (ctx.changesKeepRecords, ctx.changesNeedKinds) = registry.recording
         let result = try ctx.runBody(body)
         changes = ctx.changes ?? []
+        kinds = ctx.changesNeedKinds
         ticket = registry.ticket()
         return result
     }
@@ -242,7 +255,7 @@ final class ObservedWrite: @unchecked Sendable {
     func finish() {
         guard let ticket else { return }
         self.ticket = nil
-        registry.finish(ticket, committed ? changes : [])
+        registry.finish(ticket, committed ? changes : [], kinds: kinds)
     }
 }
 
