@@ -199,13 +199,15 @@ struct QueryObservationTests {
             model = working
         }
 
-        // Each observer's last snapshot comes to equal a fresh query (waiting for slow consumers).
+        // Each observer's last snapshot comes to equal a fresh query (waiting for slow consumers: in
+        // a full parallel run, long synchronous tests can hold every thread of the task pool for
+        // minutes, so the deadline is generous; a correct run is done in a moment).
         let reads = watched.map { ($0.query, $0.limit, $0.order) }
         let fresh = try await store.withReadTransaction { ctx in try reads.map { try $0.0.select(in: ctx, limit: $0.1, order: $0.2) } }
         for (i, w) in watched.enumerated() where w.exact {
             #expect(Set(fresh[i].map { KeyCodec.encode($0.group, $0.id) }) == Set(model.values.filter(w.matches).map { KeyCodec.encode($0.group, $0.id) }))
         }
-        let deadline = ContinuousClock.now + .seconds(120)
+        let deadline = ContinuousClock.now + .seconds(600)
         func behind() -> [Int] { collector.state.withLock { state in watched.indices.filter { state.last[$0]?.records != fresh[$0] } } }
         while !behind().isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let late = behind()
@@ -266,7 +268,7 @@ struct QueryObservationTests {
             try await group.waitForAll()
         }
         let fresh = try await store.withReadTransaction { ctx in try queries.map { try $0.0.select(in: ctx, limit: $0.1) } }
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(600)
         func behind() -> [Int] { collector.state.withLock { state in queries.indices.filter { state.last[$0]?.records != fresh[$0] } } }
         while !behind().isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(behind().isEmpty)
@@ -311,7 +313,7 @@ struct QueryObservationTests {
         let model = LiveResults(Query<Gauge>(RecordQuery.all.equal(1)), in: store)
         #expect(model.version == nil && model.records.isEmpty)
         let task = Task { await model.run() }
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(600)
         while model.version == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(model.records.map(\.id) == [1])
         #expect(model.changes == nil)

@@ -78,12 +78,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     /// The matching records, at most `limit`, in the query's order (reversed by `.descending`).
     @inlinable
     public func select(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [Root] {
-        var records: [Root] = []
-        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { _, record in
-            records.append(record)
-            return true
-        }
-        return records
+        try scannedRecords(in: ctx, limit: limit, order: order)
     }
 
     /// How many records match (entries, when the range is a multi-valued index and nothing else is checked).
@@ -100,7 +95,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     /// Visits the matching records in order.
     @inlinable
     public func forEach(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (Root) throws -> Bool) throws {
-        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { try body($1) }
+        try forEachScanned(in: ctx, limit: limit, order: order, body)
     }
 
     /// Visits the matching records as views. With a filter, each record read is decoded to be

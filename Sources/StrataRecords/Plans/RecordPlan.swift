@@ -34,6 +34,28 @@ public protocol RecordPlan<Root>: Sendable, CustomStringConvertible {
                      _ body: (_ position: () -> [UInt8], Root) throws -> Bool) throws
 }
 
+extension RecordPlan {
+    /// The matching records, collected through ``scanRecords(in:order:after:limit:_:)``: `select`
+    /// for plans without a read path of their own (the key and index plans have theirs).
+    /// Inlinable, so a plan that is itself inlinable stays specialized for its record type.
+    @inlinable
+    func scannedRecords(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [Root] {
+        var records: [Root] = []
+        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { _, record in
+            records.append(record)
+            return true
+        }
+        return records
+    }
+
+    /// Visits the matching records through ``scanRecords(in:order:after:limit:_:)``: `forEach`
+    /// for plans without a read path of their own.
+    @inlinable
+    func forEachScanned(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (Root) throws -> Bool) throws {
+        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { try body($1) }
+    }
+}
+
 extension RecordQuery {
     /// The conditions in words, with `names` naming the components: `lastName = "Dallas",
     /// firstName < "L"`; `every record` when there are none.

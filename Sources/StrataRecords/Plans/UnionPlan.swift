@@ -35,12 +35,7 @@ public struct UnionPlan<Root: Record>: RecordPlan {
 
     /// The matching records.
     public func select(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [Root] {
-        var records: [Root] = []
-        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { _, record in
-            records.append(record)
-            return true
-        }
-        return records
+        try scannedRecords(in: ctx, limit: limit, order: order)
     }
 
     /// How many distinct records the ranges read (no record is read).
@@ -48,7 +43,7 @@ public struct UnionPlan<Root: Record>: RecordPlan {
 
     /// Visits the matching records.
     public func forEach(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (Root) throws -> Bool) throws {
-        try scanRecords(in: ctx, order: order, after: nil, limit: limit) { try body($1) }
+        try forEachScanned(in: ctx, limit: limit, order: order, body)
     }
 
     /// Visits the matching records as views, each read by key.
