@@ -86,7 +86,8 @@ public struct QueryObservation<R: Record & Sendable>: AsyncSequence, Sendable {
         init(_ observer: QueryObserver<R>) { self.observer = observer }
 
         /// The next snapshot: the current result first, then the result after a commit that
-        /// changed it; `nil` once the task is cancelled. Throws what a read throws.
+        /// changed it; `nil` once the task is cancelled. Throws what a read throws, and then
+        /// the observation is over (`nil` after that).
         public mutating func next() async throws -> QuerySnapshot<R>? { try await observer.next() }
     }
 }
@@ -104,6 +105,8 @@ final class QueryObserver<R: Record & Sendable>: @unchecked Sendable {
     var keys: [[UInt8]] = []
     var version: UInt64 = 0
     var started = false
+    /// Set once the observation ended (cancelled, or a read threw): `next()` returns `nil`.
+    var ended = false
     /// Whether the result is kept from the commits' records (a key query without a limit).
     let incremental: Bool
 
@@ -121,6 +124,23 @@ final class QueryObserver<R: Record & Sendable>: @unchecked Sendable {
     }
 
     func next() async throws -> QuerySnapshot<R>? {
+        if ended { return nil }
+        do {
+            return try await snapshot()
+        } catch {
+            end()
+            throw error
+        }
+    }
+
+    /// Ends the observation: its query is removed, and `next()` returns `nil` from now on.
+    private func end() {
+        ended = true
+        live.end()
+        observation.store.observers.remove(live)
+    }
+
+    private func snapshot() async throws -> QuerySnapshot<R>? {
         if !started {
             started = true
             observation.store.observers.add(live)
@@ -128,8 +148,7 @@ final class QueryObserver<R: Record & Sendable>: @unchecked Sendable {
         }
         while true {
             if Task.isCancelled {
-                live.end()
-                observation.store.observers.remove(live)
+                end()
                 return nil
             }
             let taken = live.take()
