@@ -94,7 +94,7 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
             let access = query.access
             query.start(floor: floor) { change in
                 let key = change.key.bytes
-                if member.byKeyAlone { return access.ranges.contains { $0.range.contains(key) } }
+                if member.byKeyAlone { return access.holds(key: key) }
                 let now = change.kind != .delete && (change.record.map { ($0.value as? R).map { access.matches($0, key: key) } ?? true } ?? true)
                 let was = now ? !member.holding.insert(key).inserted : member.holding.remove(key) != nil
                 return was || now

@@ -159,6 +159,9 @@ struct QueryAccess<R: Record>: @unchecked Sendable {
         self.indexes = indexes
     }
 
+    /// Whether a query by key alone (``byKeyAlone``) reads the record stored as `key`.
+    func holds(key: [UInt8]) -> Bool { ranges.contains { $0.range.contains(key) } }
+
     /// Whether `record` (stored as `key`) is one the query reads. A residual that throws (an
     /// opaque term) counts as a match: the query is read again.
     func matches(_ record: R, key: [UInt8]) -> Bool {

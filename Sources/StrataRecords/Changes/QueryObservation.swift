@@ -210,12 +210,15 @@ final class QueryObserver<R: Record & Sendable>: @unchecked Sendable {
             }
             return (low, false)
         }
+        func writesInRange(_ change: RecordChange) -> Bool { change.kind != .delete && live.access.holds(key: change.key.bytes) }
+        // Checked before anything is applied, so a read again compares with the last snapshot.
+        if taken.contains(where: { writesInRange($0.change) && !($0.change.record?.value is R) }) { return nil }
         var before: [[UInt8]: Bool] = [:]
         for (_, change) in taken {
             let key = change.key.bytes
             let (at, found) = position(key)
             if before[key] == nil { before[key] = found }
-            if change.kind == .delete || !live.access.ranges.contains(where: { $0.range.contains(key) }) {
+            if !writesInRange(change) {
                 if found {
                     keys.remove(at: at)
                     records.remove(at: at)
@@ -225,8 +228,6 @@ final class QueryObserver<R: Record & Sendable>: @unchecked Sendable {
                     keys.insert(key, at: at)
                     records.insert(record, at: at)
                 }
-            } else {
-                return nil
             }
         }
         var (inserted, updated, deleted): ([[UInt8]], [[UInt8]], [[UInt8]]) = ([], [], [])
