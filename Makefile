@@ -40,6 +40,7 @@ test: deps
 	.build/debug/strata power-loss-test --engine all --losses 20 --durability relaxed --shim .build/powerloss.so
 	.build/debug/strata prepare-crash-test --engine all --kills 20
 	.build/debug/strata prepare-race-test --engine all --rounds 6
+	.build/debug/strata feed-crash-test --engine all --kills 10
 
 # The DocC catalogs (the record layer, the engine core, the key codec), built with warnings as
 # errors (a broken ``link`` fails), after checking that every public declaration of every library
@@ -125,12 +126,14 @@ bench-etcd: deps
 	.build/release/strata-etcd bench --output bench-results-etcd
 
 # The long crash runs: 1,000 SIGKILLs per engine during commits, 200 during index builds and migrations,
-# and 50 rounds of two processes preparing one store at once.
+# 50 rounds of two processes preparing one store at once, and 200 kills of writers with the change
+# feed on.
 crash: deps
 	swift build -c release --product strata
 	.build/release/strata crash-test --engine all --kills 1000
 	.build/release/strata prepare-crash-test --engine all --kills 200
 	.build/release/strata prepare-race-test --engine all --rounds 50
+	.build/release/strata feed-crash-test --engine all --kills 200
 
 # Simulated power losses: a crash writer under the recording shim (Tests/Shims/powerloss.c), disk images
 # cut at random points with unsynced writes lost, kept at random or torn, each opened without repair.

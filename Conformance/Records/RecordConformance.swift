@@ -13,6 +13,7 @@ import StrataConformance
 /// ```
 public enum RecordConformance {
     /// Every record-layer case: `index/…` (queries of every shape on every kind of index, their
-    /// maintenance by every kind of write, unique violations, key limits, builds, paging).
-    public static let cases: [ConformanceCase] = IndexCases.all + EdgeValueCases.all
+    /// maintenance by every kind of write, unique violations, key limits, builds, paging) and
+    /// `changefeed/…` (the change feed: exactly the committed transactions, tokens, retention).
+    public static let cases: [ConformanceCase] = IndexCases.all + EdgeValueCases.all + ChangeFeedCases.all
 }

@@ -104,6 +104,12 @@ enum Manifest {
         transforms.isEmpty ? "none" : "[" + transforms.joined(separator: ", ") + "]"
     }
 
+    static func encodeFeatures(_ features: [String]) -> [UInt8] {
+        var w = FieldWriter()
+        w.write(features)
+        return w.bytes
+    }
+
     static func decodeFeatures(_ bytes: [UInt8]) throws -> [String] {
         try bytes.withUnsafeBytes { raw in
             var r = FieldReader(raw)

@@ -38,6 +38,20 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidIndex(type: String, index: String, detail: String)
     /// An index entry that does not match the store's records (written around the record layer).
     case corruptIndex(type: String, index: String, detail: String)
+    /// The store's change feed is off (``Store/enableChangeFeed(retention:)`` turns it on).
+    case changeFeedOff
+    /// A change token resumes where the feed no longer reaches: the retention trimmed the
+    /// changes after it, or it belongs to another feed (another store's, or this store's before
+    /// its feed was turned off). Read the records afresh, then follow the feed from
+    /// ``Store/changeFeedEnd()``.
+    case historyTruncated(detail: String)
+    /// A change token this build cannot use: another token layout, or a position after the
+    /// feed's end (a store restored from an older copy).
+    case invalidChangeToken(detail: String)
+    /// Change feed settings that cannot work (a retention of no transactions, a negative age).
+    case invalidChangeFeedSettings(detail: String)
+    /// A stored part of the change feed could not be decoded (corrupt or foreign bytes).
+    case corruptChangeFeed(detail: String)
 
     public var description: String {
         switch self {
@@ -61,6 +75,11 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
             return "an entry of index \(type).\(index) is \(length) bytes encoded, the key limit is \(limit); nothing was written"
         case let .invalidIndex(type, index, detail): return "index \(type).\(index): \(detail)"
         case let .corruptIndex(type, index, detail): return "index \(type).\(index) is out of step with its records: \(detail)"
+        case .changeFeedOff: return "the store's change feed is off"
+        case let .historyTruncated(detail): return "change history truncated: \(detail)"
+        case let .invalidChangeToken(detail): return "invalid change token: \(detail)"
+        case let .invalidChangeFeedSettings(detail): return "invalid change feed settings: \(detail)"
+        case let .corruptChangeFeed(detail): return "corrupt change feed: \(detail)"
         }
     }
 }

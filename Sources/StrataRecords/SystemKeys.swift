@@ -26,6 +26,12 @@ enum SystemKey {
     /// The progress of an online job (the format upgrade; later index builds).
     static func job(_ name: String) -> [UInt8] { prefix + KeyCodec.encode("job", name) }
 
+    /// The change feed's settings (``ChangeLog/Settings``); absent while the feed is off.
+    static let changeFeed = prefix + KeyCodec.encode("changefeed")
+    /// What every change feed chunk's key starts with (then the feed, the version and the
+    /// chunk's first change).
+    static let changeLog = prefix + KeyCodec.encode("changes")
+
     /// What every index definition's key starts with (then keyspace and name).
     static let indexDefinitions = prefix + KeyCodec.encode("index")
     /// What every index entry's key starts with (then keyspace, name, generation, values, key).
@@ -51,5 +57,5 @@ enum SystemKey {
 /// store or keyspace that requires one it does not know: an older build must never write records
 /// without maintaining what a newer one added (index entries, for one).
 enum KnownFeatures {
-    static let all: Set<String> = [IndexCatalog.feature, StoredIndex.previousFeature, StoredIndex.kindFeature]
+    static let all: Set<String> = [IndexCatalog.feature, StoredIndex.previousFeature, StoredIndex.kindFeature, ChangeLog.feature]
 }

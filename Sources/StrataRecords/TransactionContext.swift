@@ -35,6 +35,12 @@ public final class TransactionContext {
     /// Whether ``changes`` must tell an insert from an update (a ``TransactionObserver`` is
     /// registered); if not, an insert without indexes reads nothing and is recorded as an update.
     @usableFromInline var changesNeedKinds = true
+    /// The store's change feed settings when this write transaction found the feed on
+    /// (``checkChangeLog()``, at its first record use); then its changes are recorded and
+    /// appended to the feed as its body returns.
+    @exclusivity(unchecked) @usableFromInline var changeLog: ChangeLog.Settings?
+    /// Whether ``changeLog`` was looked up (once per write transaction).
+    @exclusivity(unchecked) @usableFromInline var changeLogChecked = false
     /// How the store seals and opens record values (its transforms, from the manifest).
     @usableFromInline let envelope: RecordEnvelope
     /// The error of a write that failed after it began changing the store (a record put without
@@ -61,6 +67,7 @@ public final class TransactionContext {
     func runBody<T>(_ body: (TransactionContext) throws -> T) throws -> T {
         let result = try body(self)
         if let partialWrite { throw partialWrite }
+        if changeLog != nil { try appendToChangeLog() }
         return result
     }
 
@@ -483,6 +490,7 @@ public final class TransactionContext {
     /// transaction or when `R` declares any, its indexes; adds `R`'s entry at the end of ``checked``.
     @usableFromInline
     func firstUse<R: Record>(_: R.Type) throws {
+        if writer != nil && !changeLogChecked { try checkChangeLog() }
         let sameFields = try store.catalog.check(R.self, in: reader, writer: writer)
         var indexes: [ActiveIndex] = []
         if writer != nil || !R.indexes.isEmpty {

@@ -26,7 +26,9 @@ struct RecordConformanceTests {
         let ids = RecordConformance.cases.map(\.id)
         #expect(Set(ids).count == ids.count, "duplicate case names")
         for word in ["equality", "unique", "comparison", "oneOf", "limit and order", "multi-valued", "covering", "nil", "views",
-                     "overwrite", "deletes", "rolled-back", "key limit", "random logs", "write-only", "pages"] {
+                     "overwrite", "deletes", "rolled-back", "key limit", "random logs", "write-only", "pages",
+                     "changefeed/off by default", "changefeed/random transactions", "spans chunks", "retention by count", "retention by age",
+                     "turning the feed off", "damaged chunk"] {
             #expect(ids.contains { $0.contains(word) }, "no case about \(word)")
         }
     }
@@ -42,6 +44,20 @@ struct RecordConformanceTests {
         #expect(failed.contains("index/deletes by key, by record and by query remove the entries"))
         #expect(failed.contains("index/random logs of writes and aborted transactions keep every index equal to a model"))
         #expect(!failed.contains("index/equality on a field finds every record with the value, in primary-key order"))
+        print("caught, as it should be: \(report)")
+    }
+
+    @Test("an engine whose reverse scans come forward fails the change feed cases (writers reuse versions and overwrite transactions)")
+    func catchesReusedFeedVersions() async {
+        let broken = EngineUnderTest(name: "broken-reverseScansForward", capabilities: []) { _, _ in
+            BrokenEngine(MemoryEngine(), bug: .reverseScansForward)
+        }
+        let feedCases = RecordConformance.cases.filter { $0.group == "changefeed" }
+        let report = await ConformanceSuite.run(broken, cases: feedCases)
+        let failed = Set(report.failures.map(\.caseID))
+        #expect(failed.contains("changefeed/random transactions and rollbacks: the feed equals the model's log of committed changes, read in pages of every size"))
+        #expect(failed.contains("changefeed/retention by count: writers trim as they go, an older token is historyTruncated, the newest transaction stays"))
+        #expect(!failed.contains("changefeed/off by default: reading it is a typed error and writes leave nothing in it"))
         print("caught, as it should be: \(report)")
     }
 }

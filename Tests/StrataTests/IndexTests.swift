@@ -478,7 +478,7 @@ struct MigrationJobTests {
         try await Store(engine: engine).withTransaction { ctx in for id in [1_000, 1_001] { try ctx.insert(GaugeV0(id: id)) } }
         let store = try Store(engine: engine)
         defer { try? store.close() }
-        let log = ChangeLog()  // a migration changes stored bytes, not what a record reads as
+        let log = CommitRecorder()  // a migration changes stored bytes, not what a record reads as
         store.add(observer: log)
         let report = try await store.prepare(GaugeV2.self, batchSize: 64).report
         #expect(report.built == ["byCelsius"])

@@ -6,7 +6,7 @@ import StrataKeyCodec
 import Testing
 
 /// Every commit an observer is told of, in order.
-final class ChangeLog: TransactionObserver, @unchecked Sendable {  // `commits` is guarded by `lock`
+final class CommitRecorder: TransactionObserver, @unchecked Sendable {  // `commits` is guarded by `lock`
     private let lock = NSLock()
     private var commits: [[RecordChange]] = []
     func didCommit(_ changes: [RecordChange]) { lock.withLock { commits.append(changes) } }
@@ -27,7 +27,7 @@ struct ObserverTests {
           arguments: TestEngines.all)
     func randomTransactions(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
-            let log = ChangeLog()
+            let log = CommitRecorder()
             try store.withTransaction { ctx in try ctx.insert(Member(id: 99, email: "before@x", city: "A", age: 1)) }  // before the observer: not seen
             store.add(observer: log)
             var random = SeededGenerator(seed: 0x0B5E)
@@ -96,7 +96,7 @@ struct ObserverTests {
     func caughtFailures(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
             try store.withTransaction { ctx in for name in ["a", "b"] { try ctx.insert(Person(lastName: "P", firstName: name, age: 1)) } }
-            let log = ChangeLog()
+            let log = CommitRecorder()
             store.add(observer: log)
             try store.withTransaction { (ctx: TransactionContext) throws in
                 // Writes inside a scan's visitor are refused (writeWhileReading); the body goes on.
@@ -116,7 +116,7 @@ struct ObserverTests {
     @Test("concurrent writers: commits are told in commit order, each once", arguments: TestEngines.all)
     func commitOrder(kind: EngineKind) throws {
         try withStore(kind) { store, _ in
-            let log = ChangeLog()
+            let log = CommitRecorder()
             store.add(observer: log)
             let writers = 4, each = 25
             let failures = NSLock()

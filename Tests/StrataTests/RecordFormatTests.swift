@@ -104,6 +104,25 @@ struct RecordFormatTests {
         }, readsBack: { bytes in
             try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: "Note", name: "byLength") } == Self.byLength
         }),
+        key("change feed settings", SystemKey.changeFeed, components: ["changefeed"]),
+        FormatVector(name: "chunk of feed 5, version 3, from change 0", written: {
+            ChangeLog.chunkKey(feed: 5, version: 3, first: 0)
+        }, readsBack: { bytes in
+            try bytes.withUnsafeBytes { try ChangeLog.position(ofChunk: $0, feed: 5) } == (3, 0)
+        }),
+        FormatVector(name: "settings of feed 5, keeping 1 day and 1,000 transactions", written: {
+            Self.feedSettings.encoded()
+        }, readsBack: { bytes in
+            try ChangeLog.Settings(decoding: bytes) == Self.feedSettings
+        }),
+        FormatVector(name: "chunk of version 3 of feed 5, committed at 1,700,000,000,000 ms: insert of `Note(id: 7)`, delete of `Note(id: 8)`", written: {
+            ChangeLog.encodeChunk(key: ChangeLog.chunkKey(feed: 5, version: 3, first: 0), committedAt: 1_700_000_000_000, total: 2,
+                                  Self.feedChanges[...])
+        }, readsBack: { bytes in
+            let key = ChangeLog.chunkKey(feed: 5, version: 3, first: 0)
+            let chunk = try key.withUnsafeBytes { k in try bytes.withUnsafeBytes { try ChangeLog.decodeChunk(key: k, value: $0, feed: 5) } }
+            return chunk.committedAt == 1_700_000_000_000 && chunk.total == 2 && chunk.version == 3 && chunk.first == 0 && chunk.changes == Self.feedChanges
+        }),
         FormatVector(name: "record `Note(id: 7)`", written: { noteKey }, readsBack: { bytes in
             try bytes.withUnsafeBytes { raw in
                 var r = KeyReader(raw)
@@ -189,6 +208,13 @@ struct RecordFormatTests {
         FormatVector(name: "format-1 catalog entry of `Note`", written: { Array("id: Int".utf8) }, readsBack: { bytes in
             try CatalogEntry(formatOneLayout: bytes, keyspace: "Note") == CatalogEntry(key: [("id", "Int")])
         }),
+    ]
+
+    static let feedSettings = ChangeLog.Settings(feed: 5, retention: ChangeFeedRetention(maxAge: .seconds(86_400), maxCommits: 1_000))
+
+    static let feedChanges = [
+        RecordChange(keyspace: "Note", key: EncodedIndexKey(bytes: KeyCodec.encode(7)), kind: .insert),
+        RecordChange(keyspace: "Note", key: EncodedIndexKey(bytes: KeyCodec.encode(8)), kind: .delete),
     ]
 
     static let byText = StoredIndex(

@@ -1,0 +1,335 @@
+import Foundation
+import StrataEngine
+import StrataKeyCodec
+
+/// The change feed as stored (RecordFormat.md, "Change feed"): its settings under
+/// `00 enc("changefeed")`, and each committed transaction's record changes in chunks under
+/// `00 enc("changes", feed, version, first)`, written by that transaction itself. So the feed
+/// holds exactly the committed transactions, in commit order, whatever crashes: a transaction
+/// that did not commit left no chunk, and one that did left all of its chunks.
+///
+/// Versions number the feed's transactions 1, 2, 3…: a writer reads the last chunk's version
+/// under the engine's writer lock (writers are serialized, also across processes) and takes the
+/// next. Trimming never removes the newest transaction, so its version is always there to read.
+@usableFromInline
+enum ChangeLog {
+    /// The store-wide feature a store with the feed on lists: a build that does not know the feed
+    /// would write records without their changes, so it refuses the store.
+    static let feature = "changefeed"
+    /// The settings' layout version.
+    static let layout: UInt32 = 1
+    /// A chunk holds changes up to about this many bytes (less when the engine limits values).
+    static let chunkBytes = 32 * 1024
+
+    /// What the settings key holds.
+    @usableFromInline
+    struct Settings: Equatable, Sendable {
+        /// This feed's identity, drawn when the feed is turned on: chunks and tokens carry it, so
+        /// a feed turned off and on again never mixes with, nor resumes, the one before.
+        var feed: Int
+        /// Milliseconds a transaction is kept; 0 for no age limit.
+        var maxAgeMilliseconds: UInt64
+        /// Transactions kept; 0 for no count limit.
+        var maxCommits: UInt64
+
+        var retention: ChangeFeedRetention {
+            ChangeFeedRetention(maxAge: maxAgeMilliseconds == 0 ? nil : .milliseconds(Int64(clamping: maxAgeMilliseconds)),
+                                maxCommits: maxCommits == 0 ? nil : Int(clamping: maxCommits))
+        }
+
+        func encoded() -> [UInt8] {
+            var w = FieldWriter()
+            w.write(ChangeLog.layout)
+            w.write(feed)
+            w.write(maxAgeMilliseconds)
+            w.write(maxCommits)
+            return w.bytes
+        }
+
+        init(feed: Int, retention: ChangeFeedRetention) {
+            self.feed = feed
+            maxAgeMilliseconds = retention.maxAge.map { UInt64(max(1, $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)) } ?? 0
+            maxCommits = retention.maxCommits.map { UInt64(max(1, $0)) } ?? 0
+        }
+
+        init(decoding bytes: [UInt8]) throws {
+            do {
+                self = try bytes.withUnsafeBytes { raw throws(FieldDecodingError) in
+                    var r = FieldReader(raw)
+                    let layout = try r.read(UInt32.self)
+                    guard layout == ChangeLog.layout else { throw FieldDecodingError(offset: 0, reason: "layout \(layout); this build reads \(ChangeLog.layout)") }
+                    var settings = Settings(feed: try r.read(Int.self), retention: ChangeFeedRetention())
+                    settings.maxAgeMilliseconds = try r.read(UInt64.self)
+                    settings.maxCommits = try r.read(UInt64.self)
+                    try r.finish()
+                    return settings
+                }
+            } catch {
+                throw RecordError.corruptChangeFeed(detail: "its settings are unreadable: \(error)")
+            }
+        }
+    }
+
+    /// The feed's settings, or `nil` when it is off.
+    static func settings(in tx: any KeyValueReader) throws -> Settings? {
+        try tx.get(SystemKey.changeFeed).map(Settings.init(decoding:))
+    }
+
+    // MARK: Chunks
+
+    /// Where feed `feed`'s chunks are.
+    static func range(feed: Int) -> KeyRange { .components(prefix: SystemKey.changeLog + KeyCodec.encode(feed)) }
+
+    /// Where the chunks of feeds other than `feed` are (of every feed when `nil`).
+    static func staleRanges(keeping feed: Int?) -> [KeyRange] {
+        let all = KeyRange.components(prefix: SystemKey.changeLog)
+        guard let feed else { return [all] }
+        let current = SystemKey.changeLog + KeyCodec.encode(feed)  // its chunks are [current, current + FF)
+        return [KeyRange(lower: all.lower, upper: .exclusive(current)), KeyRange(lower: .inclusive(current + [0xFF]), upper: all.upper)]
+    }
+
+    static func chunkKey(feed: Int, version: UInt64, first: Int) -> [UInt8] {
+        SystemKey.changeLog + KeyCodec.encode(feed, Int(version), first)
+    }
+
+    /// The version and first change of a chunk key of feed `feed`.
+    static func position(ofChunk key: UnsafeRawBufferPointer, feed: Int) throws -> (version: UInt64, first: Int) {
+        guard key.starts(with: SystemKey.changeLog) else {
+            throw RecordError.corruptChangeFeed(detail: "\(StoredValue.hex(key)) is not a chunk key")
+        }
+        var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[SystemKey.changeLog.count...]))
+        do {
+            guard try reader.read(Int.self) == feed else { throw FieldDecodingError(offset: 0, reason: "another feed's chunk") }
+            let version = try reader.read(Int.self), first = try reader.read(Int.self)
+            guard version > 0, first >= 0, reader.isAtEnd else { throw FieldDecodingError(offset: reader.offset, reason: "not a chunk position") }
+            return (UInt64(version), first)
+        } catch {
+            throw RecordError.corruptChangeFeed(detail: "a chunk key is unreadable (\(StoredValue.hex(key))): \(error)")
+        }
+    }
+
+    /// One stored chunk: when its transaction committed, how many changes the transaction made,
+    /// and some of them, from its `first`.
+    struct Chunk {
+        var version: UInt64
+        var first: Int
+        var committedAt: UInt64
+        var total: Int
+        var changes: [RecordChange]
+    }
+
+    static let kinds: [RecordChange.Kind] = [.insert, .update, .delete]
+
+    /// A chunk's value: committed-at milliseconds, the transaction's change count, then the
+    /// chunk's keyspace names (each once), its change count and each change (keyspace position,
+    /// kind, key bytes), and a CRC-32C over the chunk key and all of that.
+    static func encodeChunk(key: [UInt8], committedAt: UInt64, total: Int, _ changes: ArraySlice<RecordChange>) -> [UInt8] {
+        var keyspaces: [String] = []
+        var positions: [String: Int] = [:]
+        for change in changes where positions[change.keyspace] == nil {
+            positions[change.keyspace] = keyspaces.count
+            keyspaces.append(change.keyspace)
+        }
+        var w = FieldWriter()
+        w.write(committedAt)
+        w.writeVarint(UInt64(total))
+        w.write(keyspaces)
+        w.writeVarint(UInt64(changes.count))
+        for change in changes {
+            w.writeVarint(UInt64(positions[change.keyspace]!))
+            w.write(UInt8(kinds.firstIndex(of: change.kind)!))
+            w.writeBytes(change.key.bytes)
+        }
+        let checksum = key.withUnsafeBytes { k in w.bytes.withUnsafeBytes { RecordChecksum.of(key: k, value: $0) } }
+        w.writeChecksum(checksum)
+        return w.bytes
+    }
+
+    /// Decodes a chunk (`changesToo: false` stops after its header: trimming needs no more).
+    static func decodeChunk(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, feed: Int, changesToo: Bool = true) throws -> Chunk {
+        let (version, first) = try position(ofChunk: key, feed: feed)
+        do {
+            let body = try RecordChecksum.body(ofKey: key, value: value)
+            var r = FieldReader(body)
+            var chunk = Chunk(version: version, first: first, committedAt: try r.read(UInt64.self), total: Int(try r.readCount()), changes: [])
+            guard changesToo else { return chunk }
+            let keyspaces = try r.read([String].self)
+            let count = try r.readCount()
+            guard first + count <= chunk.total else { throw FieldDecodingError(offset: r.offset, reason: "\(count) changes from \(first), of \(chunk.total)") }
+            chunk.changes.reserveCapacity(count)
+            for _ in 0..<count {
+                let keyspace = Int(try r.readVarint()), kind = Int(try r.read(UInt8.self))
+                guard keyspace < keyspaces.count, kind < kinds.count else { throw FieldDecodingError(offset: r.offset, reason: "a change names no keyspace or kind") }
+                chunk.changes.append(RecordChange(keyspace: keyspaces[keyspace], key: EncodedIndexKey(bytes: Array(try r.readBytes())), kind: kinds[kind]))
+            }
+            try r.finish()
+            return chunk
+        } catch let mismatch as RecordChecksum.Mismatch {
+            throw RecordError.corruptChangeFeed(detail: "the chunk of version \(version) from change \(first): \(mismatch.detail)")
+        } catch {
+            throw RecordError.corruptChangeFeed(detail: "the chunk of version \(version) from change \(first) is unreadable: \(error)")
+        }
+    }
+
+    /// The newest version of feed `feed` (0 when it has none).
+    static func lastVersion(feed: Int, in tx: any KeyValueReader) throws -> UInt64 {
+        var last: UInt64 = 0
+        var found: Result<UInt64, any Error>?
+        try tx.scan(range(feed: feed), reverse: true, limit: 1) { key, _ in
+            found = Result { try position(ofChunk: key, feed: feed).version }
+            return false
+        }
+        if let found { last = try found.get() }
+        return last
+    }
+
+    /// The oldest version feed `feed` still holds (`nil` when it has none).
+    static func firstVersion(feed: Int, in tx: any KeyValueReader) throws -> UInt64? {
+        var found: Result<UInt64, any Error>?
+        try tx.scan(range(feed: feed), reverse: false, limit: 1) { key, _ in
+            found = Result { try position(ofChunk: key, feed: feed).version }
+            return false
+        }
+        return try found?.get()
+    }
+
+    static func milliseconds(_ date: Date) -> UInt64 { UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down))) }
+
+    // MARK: Writing and trimming
+
+    /// Appends one committing transaction's changes as the feed's next version; returns the
+    /// number of chunks written.
+    static func append(_ changes: [RecordChange], settings: Settings, now: UInt64, limits: EngineLimits,
+                       in tx: any KeyValueReader, writer: any KeyValueWriter) throws -> (version: UInt64, chunks: Int) {
+        let version = try lastVersion(feed: settings.feed, in: tx) + 1
+        let budget = min(chunkBytes, limits.maxValueLength.map { $0 / 2 } ?? .max)
+        var start = 0
+        var chunks = 0
+        while start < changes.count {
+            // A chunk takes changes while their keys fit its budget (at least one change).
+            var end = start, bytes = 0
+            while end < changes.count && (end == start || bytes + changes[end].key.bytes.count + 8 <= budget) {
+                bytes += changes[end].key.bytes.count + changes[end].keyspace.utf8.count / 4 + 8
+                end += 1
+            }
+            let key = chunkKey(feed: settings.feed, version: version, first: start)
+            try writer.put(encodeChunk(key: key, committedAt: now, total: changes.count, changes[start..<end]), forKey: key)
+            chunks += 1
+            start = end
+        }
+        return (version, chunks)
+    }
+
+    /// The keys of up to `budget` chunks, oldest first, of transactions the retention no longer
+    /// keeps; never the newest transaction's (`newest`).
+    static func expired(_ settings: Settings, newest: UInt64, now: UInt64, budget: Int, in tx: any KeyValueReader) throws -> [[UInt8]] {
+        guard settings.maxAgeMilliseconds != 0 || settings.maxCommits != 0 else { return [] }
+        var expired: [[UInt8]] = []
+        var failure: (any Error)?
+        try tx.scan(range(feed: settings.feed), reverse: false, limit: nil) { key, value in
+            do {
+                let (version, _) = try position(ofChunk: key, feed: settings.feed)
+                guard version < newest else { return false }
+                var old = settings.maxCommits != 0 && newest - version >= settings.maxCommits
+                if !old && settings.maxAgeMilliseconds != 0 {
+                    // An unreadable chunk is not judged by its age: it is kept, for a reader to
+                    // report, rather than stop every write.
+                    guard let chunk = try? decodeChunk(key: key, value: value, feed: settings.feed, changesToo: false) else { return false }
+                    old = now >= chunk.committedAt && now - chunk.committedAt > settings.maxAgeMilliseconds
+                }
+                guard old, expired.count < budget else { return false }
+                expired.append(Array(key))
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure { throw failure }
+        return expired
+    }
+
+    // MARK: Reading
+
+    /// The changes after `token` (from the oldest kept when `nil`), at most `limit` of them.
+    static func read(since token: ChangeToken?, limit: Int, in tx: any KeyValueReader) throws -> ChangeFeedPage {
+        guard let settings = try settings(in: tx) else { throw RecordError.changeFeedOff }
+        let last = try lastVersion(feed: settings.feed, in: tx)
+        let first = try firstVersion(feed: settings.feed, in: tx) ?? last + 1
+        var position = (version: first, next: 0)
+        if let token {
+            guard token.layout == ChangeToken.layout else {
+                throw RecordError.invalidChangeToken(detail: "it has layout \(token.layout); this build reads \(ChangeToken.layout)")
+            }
+            guard token.feed == settings.feed else {
+                throw RecordError.historyTruncated(detail: "the token was made by another change feed (another store's, or this store's before its feed was turned off)")
+            }
+            guard token.version >= first else {
+                throw RecordError.historyTruncated(detail: "the token resumes at version \(token.version), but the feed keeps versions \(first) to \(last) only")
+            }
+            guard token.version <= last + 1 else {
+                throw RecordError.invalidChangeToken(detail: "it resumes at version \(token.version), after the feed's last, \(last) (a store restored from an older copy?)")
+            }
+            position = (token.version, token.next)
+        }
+        var entries: [ChangeFeedEntry] = []
+        let wanted = max(1, limit)
+        var failure: (any Error)?
+        var full = false  // the page filled before the feed's end
+        let start = chunkKey(feed: settings.feed, version: position.version, first: 0)
+        var range = range(feed: settings.feed)
+        range.lower = .inclusive(start)
+        try tx.scan(range, reverse: false, limit: nil) { key, value in
+            guard entries.count < wanted else {  // a chunk past the page is not read
+                full = true
+                return false
+            }
+            do {
+                let chunk = try decodeChunk(key: key, value: value, feed: settings.feed)
+                let committed = Date(timeIntervalSince1970: Double(chunk.committedAt) / 1000)
+                for (offset, change) in chunk.changes.enumerated() {
+                    let index = chunk.first + offset
+                    if chunk.version == position.version && index < position.next { continue }
+                    guard entries.count < wanted else {
+                        full = true
+                        return false
+                    }
+                    entries.append(ChangeFeedEntry(version: chunk.version, committedAt: committed, change: change))
+                    position = index + 1 == chunk.total ? (chunk.version + 1, 0) : (chunk.version, index + 1)
+                }
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure { throw failure }
+        return ChangeFeedPage(entries: entries, next: ChangeToken(feed: settings.feed, version: position.version, next: position.next),
+                              isAtEnd: !full)
+    }
+}
+
+extension TransactionContext {
+    /// At the first record use of a write transaction: whether the store's change feed is on.
+    /// If it is, the transaction records its changes (telling inserts from updates) for
+    /// ``appendToChangeLog()``.
+    @usableFromInline
+    func checkChangeLog() throws {
+        changeLogChecked = true
+        guard let settings = try ChangeLog.settings(in: reader) else { return }
+        changeLog = settings
+        if changes == nil { changes = [] }
+        changesNeedKinds = true
+    }
+
+    /// At the end of a write transaction's body: its changes become the feed's next version, and
+    /// expired chunks, up to twice as many as it wrote and 16 more, are trimmed in the same transaction (so
+    /// the feed keeps its retention without a job, however the writes are sized).
+    @usableFromInline
+    func appendToChangeLog() throws {
+        guard let settings = changeLog, let changes, !changes.isEmpty, let writer else { return }
+        let now = ChangeLog.milliseconds(Date())
+        let (version, chunks) = try ChangeLog.append(changes, settings: settings, now: now, limits: store.engine.limits, in: reader, writer: writer)
+        for key in try ChangeLog.expired(settings, newest: version, now: now, budget: 2 * chunks + 16, in: reader) { try writer.delete(key) }
+    }
+}
