@@ -24,6 +24,9 @@ public final class Store: Sendable {
     @usableFromInline let observers = ObserverRegistry()
     /// How record values are sealed and opened: the store's transforms, as its manifest names them.
     let envelope: RecordEnvelope
+    /// This instance's identity in the change feed's chunks (RecordFormat.md, "Change feed"),
+    /// drawn at random when it opens: it tells this store's commits from other processes'.
+    let writerID = Int.random(in: 1...Int.max)
 
     /// Opens (with `.create`, creates) a store on `engine`: `.lmdb(path:)`, `.leveldb(path:)`,
     /// `.sqlite(path:)` and `.memory` come with their adapter modules (all of them with `import

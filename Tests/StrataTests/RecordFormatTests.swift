@@ -115,13 +115,13 @@ struct RecordFormatTests {
         }, readsBack: { bytes in
             try ChangeLog.Settings(decoding: bytes) == Self.feedSettings
         }),
-        FormatVector(name: "chunk of version 3 of feed 5, committed at 1,700,000,000,000 ms: insert of `Note(id: 7)`, delete of `Note(id: 8)`", written: {
-            ChangeLog.encodeChunk(key: ChangeLog.chunkKey(feed: 5, version: 3, first: 0), committedAt: 1_700_000_000_000, total: 2,
+        FormatVector(name: "chunk of version 3 of feed 5, committed at 1,700,000,000,000 ms by writer 9: insert of `Note(id: 7)`, delete of `Note(id: 8)`", written: {
+            ChangeLog.encodeChunk(key: ChangeLog.chunkKey(feed: 5, version: 3, first: 0), committedAt: 1_700_000_000_000, writer: 9, total: 2,
                                   Self.feedChanges[...])
         }, readsBack: { bytes in
             let key = ChangeLog.chunkKey(feed: 5, version: 3, first: 0)
             let chunk = try key.withUnsafeBytes { k in try bytes.withUnsafeBytes { try ChangeLog.decodeChunk(key: k, value: $0, feed: 5) } }
-            return chunk.committedAt == 1_700_000_000_000 && chunk.total == 2 && chunk.version == 3 && chunk.first == 0 && chunk.changes == Self.feedChanges
+            return chunk.committedAt == 1_700_000_000_000 && chunk.writer == 9 && chunk.total == 2 && chunk.version == 3 && chunk.first == 0 && chunk.changes == Self.feedChanges
         }),
         FormatVector(name: "record `Note(id: 7)`", written: { noteKey }, readsBack: { bytes in
             try bytes.withUnsafeBytes { raw in

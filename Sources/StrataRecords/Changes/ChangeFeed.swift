@@ -38,6 +38,9 @@ public struct ChangeFeedEntry: Sendable, Hashable {
     public let committedAt: Date
     /// The record's type (its keyspace), key, and whether it was inserted, replaced or deleted.
     public let change: RecordChange
+    /// The identity of the ``Store`` instance that wrote it: how a store tells its own commits
+    /// from other processes'.
+    let writer: Int
 }
 
 /// A page of a store's change feed.

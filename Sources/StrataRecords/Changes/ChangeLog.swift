@@ -114,16 +114,19 @@ enum ChangeLog {
         var version: UInt64
         var first: Int
         var committedAt: UInt64
+        /// The identity of the ``Store`` instance that wrote it.
+        var writer: Int
         var total: Int
         var changes: [RecordChange]
     }
 
     static let kinds: [RecordChange.Kind] = [.insert, .update, .delete]
 
-    /// A chunk's value: committed-at milliseconds, the transaction's change count, then the
-    /// chunk's keyspace names (each once), its change count and each change (keyspace position,
-    /// kind, key bytes), and a CRC-32C over the chunk key and all of that.
-    static func encodeChunk(key: [UInt8], committedAt: UInt64, total: Int, _ changes: ArraySlice<RecordChange>) -> [UInt8] {
+    /// A chunk's value: committed-at milliseconds, the writing store's identity, the
+    /// transaction's change count, then the chunk's keyspace names (each once), its change count
+    /// and each change (keyspace position, kind, key bytes), and a CRC-32C over the chunk key and
+    /// all of that.
+    static func encodeChunk(key: [UInt8], committedAt: UInt64, writer: Int, total: Int, _ changes: ArraySlice<RecordChange>) -> [UInt8] {
         var keyspaces: [String] = []
         var positions: [String: Int] = [:]
         for change in changes where positions[change.keyspace] == nil {
@@ -132,6 +135,7 @@ enum ChangeLog {
         }
         var w = FieldWriter()
         w.write(committedAt)
+        w.write(writer)
         w.writeVarint(UInt64(total))
         w.write(keyspaces)
         w.writeVarint(UInt64(changes.count))
@@ -151,7 +155,8 @@ enum ChangeLog {
         do {
             let body = try RecordChecksum.body(ofKey: key, value: value)
             var r = FieldReader(body)
-            var chunk = Chunk(version: version, first: first, committedAt: try r.read(UInt64.self), total: Int(try r.readCount()), changes: [])
+            var chunk = Chunk(version: version, first: first, committedAt: try r.read(UInt64.self), writer: try r.read(Int.self),
+                              total: Int(try r.readCount()), changes: [])
             guard changesToo else { return chunk }
             let keyspaces = try r.read([String].self)
             let count = try r.readCount()
@@ -199,7 +204,7 @@ enum ChangeLog {
 
     /// Appends one committing transaction's changes as the feed's next version; returns the
     /// number of chunks written.
-    static func append(_ changes: [RecordChange], settings: Settings, now: UInt64, limits: EngineLimits,
+    static func append(_ changes: [RecordChange], settings: Settings, now: UInt64, writer id: Int, limits: EngineLimits,
                        in tx: any KeyValueReader, writer: any KeyValueWriter) throws -> (version: UInt64, chunks: Int) {
         let version = try lastVersion(feed: settings.feed, in: tx) + 1
         let budget = min(chunkBytes, limits.maxValueLength.map { $0 / 2 } ?? .max)
@@ -213,7 +218,7 @@ enum ChangeLog {
                 end += 1
             }
             let key = chunkKey(feed: settings.feed, version: version, first: start)
-            try writer.put(encodeChunk(key: key, committedAt: now, total: changes.count, changes[start..<end]), forKey: key)
+            try writer.put(encodeChunk(key: key, committedAt: now, writer: id, total: changes.count, changes[start..<end]), forKey: key)
             chunks += 1
             start = end
         }
@@ -294,7 +299,7 @@ enum ChangeLog {
                         full = true
                         return false
                     }
-                    entries.append(ChangeFeedEntry(version: chunk.version, committedAt: committed, change: change))
+                    entries.append(ChangeFeedEntry(version: chunk.version, committedAt: committed, change: change, writer: chunk.writer))
                     position = index + 1 == chunk.total ? (chunk.version + 1, 0) : (chunk.version, index + 1)
                 }
                 return true
@@ -329,7 +334,8 @@ extension TransactionContext {
     func appendToChangeLog() throws {
         guard let settings = changeLog, let changes, !changes.isEmpty, let writer else { return }
         let now = ChangeLog.milliseconds(Date())
-        let (version, chunks) = try ChangeLog.append(changes, settings: settings, now: now, limits: store.engine.limits, in: reader, writer: writer)
+        let (version, chunks) = try ChangeLog.append(changes, settings: settings, now: now, writer: store.writerID, limits: store.engine.limits,
+                                                     in: reader, writer: writer)
         for key in try ChangeLog.expired(settings, newest: version, now: now, budget: 2 * chunks + 16, in: reader) { try writer.delete(key) }
     }
 }
