@@ -42,6 +42,12 @@ public protocol KeyValueEngine: AnyObject, Sendable {
     /// The sizes this engine enforces. Defaults to 511-byte keys and nothing else.
     var limits: EngineLimits { get }
 
+    /// A directory whose files another process's commit writes to, so that watching it (inotify)
+    /// tells this process of other processes' commits at once; `nil` (the default) when there is
+    /// none, and the record layer polls instead. Engines built on ``CoreEngine`` name their store's
+    /// directory when they declare ``EngineCapabilities/multiProcess``.
+    var commitSignalDirectory: String? { get }
+
     /// Runs `body` in a read-only transaction that sees one snapshot of the store.
     func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R
 
@@ -68,6 +74,7 @@ public protocol KeyValueEngine: AnyObject, Sendable {
 
 extension KeyValueEngine {
     public var limits: EngineLimits { EngineLimits() }
+    public var commitSignalDirectory: String? { nil }
 }
 
 /// The operations of a read transaction. Also the read half of a write transaction.

@@ -27,6 +27,8 @@ public final class Store: Sendable {
     /// This instance's identity in the change feed's chunks (RecordFormat.md, "Change feed"),
     /// drawn at random when it opens: it tells this store's commits from other processes'.
     let writerID = Int.random(in: 1...Int.max)
+    /// Brings other processes' commits to the observed queries, through the change feed.
+    let follower = FeedFollower()
 
     /// Opens (with `.create`, creates) a store on `engine`: `.lmdb(path:)`, `.leveldb(path:)`,
     /// `.sqlite(path:)` and `.memory` come with their adapter modules (all of them with `import
@@ -130,5 +132,8 @@ public final class Store: Sendable {
     }
 
     /// Waits for running transactions, then closes the engine.
-    public func close() throws { try engine.close() }
+    public func close() throws {
+        follower.stop()
+        try engine.close()
+    }
 }

@@ -151,8 +151,8 @@ extension Store {
     /// it (for a consumer that starts from the present rather than from the oldest kept).
     public func changeFeedEnd() throws -> ChangeToken {
         try engine.read { tx in
-            guard let settings = try ChangeLog.settings(in: tx) else { throw RecordError.changeFeedOff }
-            return ChangeToken(feed: settings.feed, version: try ChangeLog.lastVersion(feed: settings.feed, in: tx) + 1, next: 0)
+            guard let end = try ChangeLog.end(in: tx) else { throw RecordError.changeFeedOff }
+            return end
         }
     }
 

@@ -188,6 +188,12 @@ enum ChangeLog {
         return last
     }
 
+    /// The position of the feed's end (what commits from now on follow), or `nil` when the feed is off.
+    static func end(in tx: any KeyValueReader) throws -> ChangeToken? {
+        guard let settings = try settings(in: tx) else { return nil }
+        return ChangeToken(feed: settings.feed, version: try lastVersion(feed: settings.feed, in: tx) + 1, next: 0)
+    }
+
     /// The oldest version feed `feed` still holds (`nil` when it has none).
     static func firstVersion(feed: Int, in tx: any KeyValueReader) throws -> UInt64? {
         var found: Result<UInt64, any Error>?

@@ -10,6 +10,11 @@ protocol LiveQueryGroup: AnyObject, Sendable {
     /// The changes of one commit to ``keyspace``, in the order they were made; called one commit
     /// at a time, in commit order, by the thread delivering it.
     func deliver(version: UInt64, _ changes: [RecordChange])
+    /// Other processes' changes to ``keyspace`` (from the change feed, without their records),
+    /// each with its record as `ctx` reads it now: a record no longer there is a delete.
+    func withRecords(_ changes: [RecordChange], in ctx: TransactionContext) -> [RecordChange]
+    /// Ends every observation of the group with `error`.
+    func fail(_ error: any Error)
 }
 
 /// Decides which observed queries of `R` a commit's changes concern, without asking each query:
@@ -147,6 +152,24 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
             }
             for (id, share) in shares { state.members[id]?.query.enqueue(version: version, share) }
         }
+    }
+
+    func withRecords(_ changes: [RecordChange], in ctx: TransactionContext) -> [RecordChange] {
+        changes.map { change in
+            let key = change.key.bytes
+            // A record that cannot be read is left without one: the queries it may concern read
+            // again, and meet the error themselves.
+            let found: R?
+            do { found = try ctx.fetch(R.self) { $0.write(contentsOf: key) } } catch { return change }
+            guard let record = found else { return RecordChange(keyspace: keyspace, key: change.key, kind: .delete) }
+            return RecordChange(keyspace: keyspace, key: change.key, kind: change.kind == .delete ? .update : change.kind,
+                                record: ChangedRecord(value: record))
+        }
+    }
+
+    func fail(_ error: any Error) {
+        let queries = state.withLock { $0.members.values.map(\.query) }
+        for query in queries { query.fail(error) }
     }
 
     /// The range lookups of the started queries.

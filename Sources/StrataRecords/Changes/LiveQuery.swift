@@ -24,6 +24,9 @@ final class LiveQuery<R: Record & Sendable>: Sendable {
         var wakes = 0
         /// Set when the observation ends: nothing more is kept.
         var ended = false
+        /// Why the observation cannot go on (another process's commits were lost to it); its
+        /// reader throws it.
+        var failure: (any Error)?
     }
     let state = Mutex(State())
 
@@ -58,12 +61,22 @@ final class LiveQuery<R: Record & Sendable>: Sendable {
         }
     }
 
-    /// Takes the pending changes (empty when there are none).
-    func take() -> [(version: UInt64, change: RecordChange)] {
-        state.withLock { state in
+    /// Takes the pending changes (empty when there are none); throws the failure that ended the
+    /// observation, if one did.
+    func take() throws -> [(version: UInt64, change: RecordChange)] {
+        try state.withLock { state in
+            if let failure = state.failure { throw failure }
             defer { state.pending = [] }
             return state.pending
         }
+    }
+
+    /// Ends the observation with `error`, which its reader throws.
+    func fail(_ error: any Error) {
+        state.withLock { state in
+            if state.failure == nil { state.failure = error }
+        }
+        wake()
     }
 
     /// Suspends until a change concerns the query or the task is cancelled.
@@ -71,7 +84,7 @@ final class LiveQuery<R: Record & Sendable>: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state -> Bool in
-                    if !state.pending.isEmpty || state.ended || Task.isCancelled { return true }
+                    if !state.pending.isEmpty || state.ended || state.failure != nil || Task.isCancelled { return true }
                     state.waiter = continuation
                     return false
                 }

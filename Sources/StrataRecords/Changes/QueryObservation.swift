@@ -56,9 +56,12 @@ extension Store {
     ///   commit made meanwhile, with their changes merged. Versions never go backwards.
     /// - The observation starts at the first `next()` and ends when the iteration ends or the task
     ///   is cancelled (`next()` then returns `nil`).
-    /// - Seen: commits of write transactions through this `Store`. Not seen: other processes and
-    ///   other `Store` instances, and jobs that do not change what a record reads as (index
-    ///   builds, ``prepare(_:batchSize:onBatch:)``'s migrations, format upgrades).
+    /// - Seen: commits of write transactions through this `Store`; with the store's change feed on
+    ///   (``enableChangeFeed(retention:)``), also those of other processes and other `Store`
+    ///   instances on LMDB, SQLite and etcd, read from the feed (woken through inotify on the
+    ///   store's directory, and at least every ``otherProcessPolling``). Not seen: other
+    ///   processes' commits without the feed, and jobs that do not change what a record reads as
+    ///   (index builds, ``prepare(_:batchSize:onBatch:)``'s migrations, format upgrades).
     ///
     /// The first snapshot is read in a write transaction (other writers wait for that read), so
     /// that it splits the commits exactly: those before it are in it, those after it are
@@ -151,7 +154,7 @@ final class QueryObserver<R: Record & Sendable>: @unchecked Sendable {
                 end()
                 return nil
             }
-            let taken = live.take()
+            let taken = try live.take()
             if taken.isEmpty {
                 await live.wait()
                 continue
@@ -168,24 +171,27 @@ final class QueryObserver<R: Record & Sendable>: @unchecked Sendable {
     /// The first snapshot, read where no commit can slip between it and the ones delivered.
     private func first() async throws -> QuerySnapshot<R> {
         let (store, query, limit, order) = (observation.store, observation.query, observation.limit, observation.order)
-        let read: @Sendable (any KeyValueReader, Bool) throws -> (UInt64, [R]) = { tx, underGate in
+        // Other processes' commits come through the change feed, from where this snapshot reads it.
+        let follows = FeedFollower.applies(to: store.engine)
+        let read: @Sendable (any KeyValueReader, Bool) throws -> (UInt64, [R], ChangeToken?) = { tx, underGate in
             // Under the writer gate no commit is under way: the tickets below the next one are all
             // committed, and in what this transaction reads.
             let floor = underGate ? store.observers.nextTicket : 0
             let records = try query.select(in: TransactionContext(store: store, reader: tx, writer: nil), limit: limit, order: order)
-            return (floor, records)
+            return (floor, records, follows ? try ChangeLog.end(in: tx) : nil)
         }
-        let (floor, records): (UInt64, [R])
+        let (floor, records, feedEnd): (UInt64, [R], ChangeToken?)
         do {
-            (floor, records) = try await store.engine.write { tx in try read(tx, true) }
+            (floor, records, feedEnd) = try await store.engine.write { tx in try read(tx, true) }
         } catch EngineError.readOnly {
-            (floor, records) = try await store.engine.read { tx in try read(tx, false) }
+            (floor, records, feedEnd) = try await store.engine.read { tx in try read(tx, false) }
         }
         self.records = records
         keys = records.map(Self.key)
         version = floor
         // A key query's range alone decides what it holds; others are told by the keys they hold.
         observation.store.observers.start(live, floor: floor, holding: live.access.byKeyAlone ? [] : Set(keys))
+        if let feedEnd { observation.store.follower.begin(at: feedEnd, store: observation.store) }
         return QuerySnapshot(records: records, version: floor, changes: nil)
     }
 

@@ -132,6 +132,20 @@ final class ObserverRegistry: Sendable {
     /// transaction reads, the others begin after it.
     var nextTicket: UInt64 { state.withLock { $0.nextTicket } }
 
+    /// How many observed queries are registered.
+    var liveQueryCount: Int { state.withLock { $0.liveQueries } }
+
+    /// The groups of observed queries, by keyspace (for other processes' changes: ``FeedFollower``).
+    func foreignGroups() -> [String: [any LiveQueryGroup]] {
+        state.withLock { state in state.groups.mapValues { Array($0.values) } }
+    }
+
+    /// Ends every observed query with `error`.
+    func failLiveQueries(_ error: any Error) {
+        let groups = state.withLock { state in state.groups.values.flatMap(\.values) }
+        for group in groups { group.fail(error) }
+    }
+
     /// The group of `R`'s observed queries, made on first use.
     private func group<R: Record & Sendable>(_: R.Type) -> LiveQueries<R> {
         state.withLock { state in

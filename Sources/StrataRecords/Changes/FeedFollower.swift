@@ -1,0 +1,188 @@
+import Foundation
+import Synchronization
+import StrataEngine
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Brings other processes' commits to this store's observed queries, through the change feed.
+///
+/// While queries are observed on an engine other processes may write to
+/// (``EngineCapabilities/multiProcess``: LMDB, SQLite, etcd) and the store's change feed is on, a
+/// thread of the store reads the feed on from where the queries' first snapshots were read. It
+/// wakes when the engine's ``KeyValueEngine/commitSignalDirectory`` changes (inotify) and at least
+/// every ``Store/otherProcessPolling`` (etcd, and a fallback). Chunks this store wrote are
+/// skipped (their writer is this store's identity): its own commits are delivered as they commit.
+/// Other processes' changes are delivered as one commit, read under the writer gate with the
+/// records as they are then (so a commit of this process is never overtaken by an older state),
+/// to the queries they concern, exactly as this process's own commits are.
+///
+/// Without the feed, other processes' commits are not seen (documented); a feed trimmed past
+/// the follower's position ends every observation with ``RecordError/historyTruncated(detail:)``.
+final class FeedFollower: Sendable {
+    private struct State {
+        /// Where the feed is read on; `nil` until a query's first snapshot says where.
+        var token: ChangeToken?
+        /// Set when no query was observed at a turn: the next first snapshot says where to go on
+        /// (the position kept may be long past, even trimmed).
+        var idle = false
+        var interval: Duration = .milliseconds(100)
+        var started = false
+        var stopped = false
+    }
+    private let state = Mutex(State())
+
+    /// Whether following is possible at all on `engine`: only another process can write what
+    /// this process did not.
+    static func applies(to engine: any KeyValueEngine) -> Bool { engine.capabilities.contains(.multiProcess) }
+
+    /// The longest wait between two looks at the feed.
+    var interval: Duration {
+        get { state.withLock { $0.interval } }
+        set { state.withLock { $0.interval = newValue } }
+    }
+
+    /// A query's first snapshot was read at `end` of the feed (under the writer gate): follow
+    /// from there unless already following (an earlier position only repeats changes the snapshot
+    /// holds, which queries apply again harmlessly). Starts the thread on first use.
+    func begin(at end: ChangeToken, store: Store) {
+        let start = state.withLock { state -> Bool in
+            if state.token == nil || state.idle || state.token!.feed != end.feed {
+                state.token = end
+                state.idle = false
+            }
+            defer { state.started = true }
+            return !state.started && !state.stopped
+        }
+        guard start else { return }
+        let thread = Thread { [weak store, self] in self.run { store } }
+        thread.name = "strata-feed-follower"
+        thread.start()
+    }
+
+    /// Stops the thread (at the store's close).
+    func stop() { state.withLock { $0.stopped = true } }
+
+    /// The thread's loop, until the store closes or is gone (`store` holds it weakly).
+    private func run(_ store: () -> Store?) {
+        let watch = store()?.engine.commitSignalDirectory.flatMap(Self.watch)
+        defer { if let watch { close(watch) } }
+        while true {
+            let (interval, stopped) = state.withLock { ($0.interval, $0.stopped) }
+            if stopped { return }
+            Self.wait(watch, interval)
+            guard let store = store() else { return }
+            do {
+                try turn(store)
+            } catch EngineError.closed {
+                return
+            } catch let error as RecordError {
+                // The feed moved on without this store (trimmed past it, or turned off and on):
+                // what the queries missed cannot be told.
+                state.withLock { $0.token = nil }
+                store.observers.failLiveQueries(error)
+            } catch {
+                // An engine failure (a member down, a timeout): try again at the next turn.
+            }
+        }
+    }
+
+    /// One look at the feed: delivers other processes' changes since the position, if any.
+    private func turn(_ store: Store) throws {
+        let token = state.withLock { state -> ChangeToken? in
+            // Read in the lock `begin` takes: a query registered before this is counted, or
+            // begins after it and moves the position.
+            if store.observers.liveQueryCount == 0 { state.idle = true }
+            return state.idle ? nil : state.token
+        }
+        guard let token else { return }
+        // First without the writer gate: nothing new, or only this store's commits, is the common case.
+        let (foreign, next) = try store.engine.read { tx in try Self.foreignChanges(since: token, of: store, in: tx) }
+        guard !foreign.isEmpty else {
+            advance(from: token, to: next)
+            return
+        }
+        // Then under it: the changes, the records as they are now, and a ticket that orders them
+        // after every commit of this process before them and before every one after.
+        let groups = store.observers.foreignGroups()
+        let deliver = { (tx: any KeyValueReader, underGate: Bool) throws -> (UInt64?, [RecordChange], ChangeToken) in
+            let (foreign, next) = try Self.foreignChanges(since: token, of: store, in: tx)
+            let ctx = TransactionContext(store: store, reader: tx, writer: nil)
+            var changes: [RecordChange] = []
+            var byKeyspace: [String: [RecordChange]] = [:]
+            for change in foreign where groups[change.keyspace] != nil { byKeyspace[change.keyspace, default: []].append(change) }
+            for (keyspace, list) in byKeyspace.sorted(by: { $0.key < $1.key }) {
+                for group in groups[keyspace]! { changes += group.withRecords(list, in: ctx) }
+            }
+            return (changes.isEmpty ? nil : store.observers.ticket(), changes, next)
+        }
+        let (ticket, changes, after): (UInt64?, [RecordChange], ChangeToken)
+        do {
+            (ticket, changes, after) = try store.engine.write { tx in try deliver(tx, true) }
+        } catch EngineError.readOnly {
+            (ticket, changes, after) = try store.engine.read { tx in try deliver(tx, false) }
+        }
+        if let ticket { store.observers.finish(ticket, changes, kinds: false) }
+        advance(from: token, to: after)
+    }
+
+    /// Moves the position on, unless a first snapshot moved it meanwhile.
+    private func advance(from token: ChangeToken, to next: ChangeToken) {
+        state.withLock { state in
+            if state.token == token { state.token = next }
+        }
+    }
+
+    /// The changes other stores made after `token`, and the position after them.
+    private static func foreignChanges(since token: ChangeToken, of store: Store, in tx: any KeyValueReader) throws -> ([RecordChange], ChangeToken) {
+        var foreign: [RecordChange] = []
+        var position = token
+        while true {
+            let page = try ChangeLog.read(since: position, limit: 1_000, in: tx)
+            for entry in page.entries where entry.writer != store.writerID { foreign.append(entry.change) }
+            position = page.next
+            if page.isAtEnd { return (foreign, position) }
+        }
+    }
+
+    // MARK: Waking
+
+    /// An inotify descriptor watching `directory` for writes, or `nil` (then the interval alone).
+    private static func watch(_ directory: String) -> Int32? {
+        #if canImport(Glibc)
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { return nil }
+        let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE)
+        guard inotify_add_watch(fd, directory, mask) >= 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+        #else
+        return nil
+        #endif
+    }
+
+    /// Waits until `watch` reports a write or `interval` passes, then drains the reports.
+    private static func wait(_ watch: Int32?, _ interval: Duration) {
+        let milliseconds = Int32(clamping: interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
+        guard let watch else {
+            usleep(UInt32(clamping: Int(milliseconds) * 1000))
+            return
+        }
+        var poller = pollfd(fd: watch, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, max(1, milliseconds)) > 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while read(watch, &buffer, buffer.count) > 0 {}
+    }
+}
+
+extension Store {
+    /// How often a store with observed queries looks at the change feed for other processes'
+    /// commits at most (by default every 100 ms; on LMDB and SQLite, a commit also wakes it at
+    /// once, through inotify on the store's directory).
+    public var otherProcessPolling: Duration {
+        get { follower.interval }
+        set { follower.interval = newValue }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import StrataBundledEngines
+import StrataConformance
+import StrataEngine
+import StrataKeyCodec
+@testable import StrataRecords
+import Synchronization
+import Testing
+
+/// The record `strata feed-crash-writer` writes (the same declaration): key `id`, a value.
+private struct WrittenNote: Record, Equatable, Sendable {
+    var id: Int
+    var value: Int
+    static let recordType = RecordType(keyspace: "FeedCrash", version: 1, key: [("id", Int.self)])
+    init(id: Int, value: Int) { (self.id, self.value) = (id, value) }
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(value) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws {
+        id = try key.read()
+        value = try fields.read()
+    }
+}
+
+/// The `strata` tool built beside the test bundle.
+private let strataExecutable: String = {
+    let bundle = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).resolvingSymlinksInPath()
+    return bundle.deletingLastPathComponent().appendingPathComponent("strata").path
+}()
+
+/// A `strata feed-crash-writer` child: commits until killed, printing `ack N` after each.
+private final class WriterChild: Sendable {
+    let process: Process
+    private let pipe = Pipe()
+    private final class Count: Sendable { let value = Mutex(0) }
+    private let acks = Count()
+    private let reader: PipeReader
+
+    init(engine: String, path: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: strataExecutable)
+        process.arguments = ["feed-crash-writer", "--engine", engine, "--path", path]
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        self.process = process
+        let acks = acks
+        reader = PipeReader(pipe.fileHandleForReading) { data in
+            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("ack ") }.count
+            acks.value.withLock { $0 += lines }
+        }
+    }
+
+    var acknowledged: Int { acks.value.withLock { $0 } }
+
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        reader.waitForEnd()
+    }
+}
+
+@Suite("Observation across processes")
+struct CrossProcessObservationTests {
+    @Test("other processes' commits reach the observed queries through the change feed, woken by inotify: every observer ends equal to a fresh query, and one whose records nobody writes never wakes",
+          arguments: ["lmdb", "sqlite"])
+    func twoWriterProcesses(engine: String) async throws {
+        let kind = try #require(BundledEngines.named(engine))
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try Store(kind.configuration(path: dir.path))
+        defer { try? store.close() }
+        try store.enableChangeFeed(retention: .forever)
+        // Polling alone would take 30 s: every wake-up below within seconds is inotify's.
+        store.otherProcessPolling = .seconds(30)
+
+        // Observers: each note id the writers write (0...37), ids nobody writes (38...45), ids
+        // this process writes (60...62), and every note.
+        let ids = Array(0...45) + [60, 61, 62]
+        let queries = ids.map { Query<WrittenNote>(RecordQuery.all.equal($0)) } + [Query<WrittenNote>()]
+        final class Lasts: Sendable { let records: Mutex<[[WrittenNote]]>; init(_ n: Int) { records = Mutex(Array(repeating: [], count: n)) } }
+        let lasts = Lasts(queries.count)
+        var lives: [LiveQuery<WrittenNote>] = []
+        var tasks: [Task<Void, any Error>] = []
+        for (i, query) in queries.enumerated() {
+            let observer = store.observe(query).makeAsyncIterator().observer
+            _ = try await observer.next()  // the first snapshot: registered from here on
+            lives.append(observer.live)
+            tasks.append(Task { while let snapshot = try await observer.next() { lasts.records.withLock { $0[i] = snapshot.records } } })
+        }
+        defer { for task in tasks { task.cancel() } }
+
+        // One writer first: its commits must arrive long before the polling would look.
+        let started = ContinuousClock.now
+        let first = try WriterChild(engine: engine, path: dir.path)
+        var children = [first]
+        defer { for child in children { child.kill() } }
+        while lasts.records.withLock({ $0[queries.count - 1].isEmpty }) {
+            try #require(ContinuousClock.now - started < .seconds(15), "no other process's commit arrived in 15 s (the polling interval is 30 s)")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        // Then two writers and this process's own commits at once.
+        children.append(try WriterChild(engine: engine, path: dir.path))
+        var local = 0
+        while children.reduce(0, { $0 + $1.acknowledged }) < 300 && ContinuousClock.now - started < .seconds(60) {
+            let note = WrittenNote(id: 60 + local % 3, value: -local)
+            try await store.withTransaction { ctx in try ctx.insert(note) }
+            local += 1
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        for child in children { child.kill() }
+        let acknowledged = children.reduce(0, { $0 + $1.acknowledged })
+        #expect(acknowledged >= 100, "the writers committed \(acknowledged) transactions")
+
+        // Every observer ends equal to a fresh query.
+        let fresh = try await store.withReadTransaction { ctx in try queries.map { try $0.select(in: ctx) } }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while lasts.records.withLock({ $0 }) != fresh && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let final = lasts.records.withLock { $0 }
+        for i in queries.indices where final[i] != fresh[i] {
+            Issue.record("\(queries[i].explain()): \(final[i].count) records observed, \(fresh[i].count) stored")
+        }
+        // Wake-ups: none for the ids nobody wrote, some for every id that was written.
+        for (i, id) in ids.enumerated() {
+            if (38...45).contains(id) {
+                #expect(lives[i].wakes == 0, "note \(id), never written, woke \(lives[i].wakes) times")
+            } else if !fresh[i].isEmpty {
+                #expect(lives[i].wakes >= 1, "note \(id) was written but its observer never woke")
+            }
+        }
+        #expect(fresh[queries.count - 1].contains { $0.id == 0 && $0.value >= acknowledged / 2 }, "the writers' counter")
+    }
+}
