@@ -128,6 +128,10 @@ public final class EtcdEngine: CoreBackedEngine, Sendable {
         EngineDeclaration(name: "etcd", capabilities: [.persistent, .multiProcess], limits: options.limits, readsOwnWrites: false)
     }
 
+    /// `nil`: the store is a key prefix on the cluster, not a directory; other hosts' commits are
+    /// found by polling (etcd's watch is the better signal, not used yet).
+    public var commitSignalDirectory: String? { nil }
+
     /// Opens (or creates, with `.create`) the store at `prefix` on the cluster.
     public init(prefix: String, options: EngineOptions = EngineOptions(), etcd: EtcdOptions) throws {
         guard !prefix.isEmpty, prefix.utf8.count <= Self.maxPrefixLength else {
