@@ -129,4 +129,22 @@ struct CrossProcessObservationTests {
         }
         #expect(fresh[queries.count - 1].contains { $0.id == 0 && $0.value >= acknowledged / 2 }, "the writers' counter")
     }
+
+    @Test("a feed turned off while a query is observed: the query goes on with this process's commits, and does not fail")
+    func feedTurnedOff() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try Store(.lmdb(path: dir.path))
+        defer { try? store.close() }
+        try store.enableChangeFeed()
+        store.otherProcessPolling = .milliseconds(5)
+        let observer = store.observe(Query<WrittenNote>()).makeAsyncIterator().observer
+        #expect(try await observer.next()?.records == [])
+        try store.insert(WrittenNote(id: 1, value: 1))
+        #expect(try await observer.next()?.records == [WrittenNote(id: 1, value: 1)])
+        try store.disableChangeFeed()
+        try await Task.sleep(for: .milliseconds(50))  // the follower's turns meet the feed off
+        try store.insert(WrittenNote(id: 2, value: 2))
+        #expect(try await observer.next()?.records == [WrittenNote(id: 1, value: 1), WrittenNote(id: 2, value: 2)])
+    }
 }

@@ -76,6 +76,10 @@ final class FeedFollower: Sendable {
                 try turn(store)
             } catch EngineError.closed {
                 return
+            } catch RecordError.changeFeedOff {
+                // Turned off while queries are observed: they go on with this process's commits
+                // (documented), and a later first snapshot with the feed on again follows it.
+                state.withLock { $0.token = nil }
             } catch let error as RecordError {
                 // The feed moved on without this store (trimmed past it, or turned off and on):
                 // what the queries missed cannot be told.
