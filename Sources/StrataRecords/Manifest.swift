@@ -58,7 +58,7 @@ enum Manifest {
         let expected = current(engine, transforms: transforms)
         let found = try engine.read { tx -> (Contents?, Bool, [String], Bool) in
             let stored = try tx.get(SystemKey.manifest)
-            let features = try tx.get(SystemKey.features).map(decodeFeatures) ?? []
+            let features = try storeFeatures(in: tx)
             let upgrading = try tx.exists(SystemKey.job(FormatUpgrade.jobName))
             return (try stored.map(decode), try tx.keys(.all, limit: 1).isEmpty, features, upgrading)
         }
@@ -102,6 +102,18 @@ enum Manifest {
     /// A transform chain for messages: `[zstd, aes-gcm]`, or `none`.
     static func describe(_ transforms: [String]) -> String {
         transforms.isEmpty ? "none" : "[" + transforms.joined(separator: ", ") + "]"
+    }
+
+    /// The store-wide features listed in the store (RecordFormat.md, "Features").
+    static func storeFeatures(in tx: any KeyValueReader) throws -> [String] {
+        try tx.get(SystemKey.features).map(decodeFeatures) ?? []
+    }
+
+    /// Lists `feature` among the store-wide features, or takes it off the list.
+    static func setStoreFeature(_ feature: String, listed: Bool, in tx: any KeyValueReader, writer: any KeyValueWriter) throws {
+        let features = try storeFeatures(in: tx)
+        guard features.contains(feature) != listed else { return }
+        try writer.put(encodeFeatures(listed ? features + [feature] : features.filter { $0 != feature }), forKey: SystemKey.features)
     }
 
     static func encodeFeatures(_ features: [String]) -> [UInt8] {

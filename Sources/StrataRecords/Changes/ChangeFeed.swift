@@ -106,11 +106,7 @@ extension Store {
             var settings = ChangeLog.Settings(feed: Int.random(in: 1...Int.max), retention: retention)
             if let current = try ChangeLog.settings(in: ctx.reader) { settings.feed = current.feed }
             try writer.put(settings.encoded(), forKey: SystemKey.changeFeed)
-            var features = try ctx.reader.get(SystemKey.features).map(Manifest.decodeFeatures) ?? []
-            if !features.contains(ChangeLog.feature) {
-                features.append(ChangeLog.feature)
-                try writer.put(Manifest.encodeFeatures(features), forKey: SystemKey.features)
-            }
+            try Manifest.setStoreFeature(ChangeLog.feature, listed: true, in: ctx.reader, writer: writer)
         }
         try trimChangeFeed()
     }
@@ -123,10 +119,7 @@ extension Store {
         try withTransaction { ctx in
             let writer = try ctx.writable()
             try writer.delete(SystemKey.changeFeed)
-            let features = try ctx.reader.get(SystemKey.features).map(Manifest.decodeFeatures) ?? []
-            if features.contains(ChangeLog.feature) {
-                try writer.put(Manifest.encodeFeatures(features.filter { $0 != ChangeLog.feature }), forKey: SystemKey.features)
-            }
+            try Manifest.setStoreFeature(ChangeLog.feature, listed: false, in: ctx.reader, writer: writer)
         }
         try trimChangeFeed()
     }

@@ -48,7 +48,7 @@ enum ChangeLog {
 
         init(feed: Int, retention: ChangeFeedRetention) {
             self.feed = feed
-            maxAgeMilliseconds = retention.maxAge.map { UInt64(max(1, $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)) } ?? 0
+            maxAgeMilliseconds = retention.maxAge.map { UInt64(max(1, ChangeLog.milliseconds($0))) } ?? 0
             maxCommits = retention.maxCommits.map { UInt64(max(1, $0)) } ?? 0
         }
 
@@ -178,14 +178,7 @@ enum ChangeLog {
 
     /// The newest version of feed `feed` (0 when it has none).
     static func lastVersion(feed: Int, in tx: any KeyValueReader) throws -> UInt64 {
-        var last: UInt64 = 0
-        var found: Result<UInt64, any Error>?
-        try tx.scan(range(feed: feed), reverse: true, limit: 1) { key, _ in
-            found = Result { try position(ofChunk: key, feed: feed).version }
-            return false
-        }
-        if let found { last = try found.get() }
-        return last
+        try edgeVersion(feed: feed, newest: true, in: tx) ?? 0
     }
 
     /// The position of the feed's end (what commits from now on follow), or `nil` when the feed is off.
@@ -196,8 +189,13 @@ enum ChangeLog {
 
     /// The oldest version feed `feed` still holds (`nil` when it has none).
     static func firstVersion(feed: Int, in tx: any KeyValueReader) throws -> UInt64? {
+        try edgeVersion(feed: feed, newest: false, in: tx)
+    }
+
+    /// The version of feed `feed`'s newest or oldest chunk (`nil` when it has none).
+    private static func edgeVersion(feed: Int, newest: Bool, in tx: any KeyValueReader) throws -> UInt64? {
         var found: Result<UInt64, any Error>?
-        try tx.scan(range(feed: feed), reverse: false, limit: 1) { key, _ in
+        try tx.scan(range(feed: feed), reverse: newest, limit: 1) { key, _ in
             found = Result { try position(ofChunk: key, feed: feed).version }
             return false
         }
@@ -205,6 +203,11 @@ enum ChangeLog {
     }
 
     static func milliseconds(_ date: Date) -> UInt64 { UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down))) }
+
+    /// Whole milliseconds of `duration` (rounded down).
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
 
     // MARK: Writing and trimming
 

@@ -109,7 +109,7 @@ final class FeedFollower: Sendable {
         // Then under it: the changes, the records as they are now, and a ticket that orders them
         // after every commit of this process before them and before every one after.
         let groups = store.observers.foreignGroups()
-        let deliver = { (tx: any KeyValueReader, underGate: Bool) throws -> (UInt64?, [RecordChange], ChangeToken) in
+        let deliver = { (tx: any KeyValueReader) throws -> (UInt64?, [RecordChange], ChangeToken) in
             let (foreign, next) = try Self.foreignChanges(since: token, of: store, in: tx)
             let ctx = TransactionContext(store: store, reader: tx, writer: nil)
             var changes: [RecordChange] = []
@@ -122,9 +122,9 @@ final class FeedFollower: Sendable {
         }
         let (ticket, changes, after): (UInt64?, [RecordChange], ChangeToken)
         do {
-            (ticket, changes, after) = try store.engine.write { tx in try deliver(tx, true) }
+            (ticket, changes, after) = try store.engine.write { tx in try deliver(tx) }
         } catch EngineError.readOnly {
-            (ticket, changes, after) = try store.engine.read { tx in try deliver(tx, false) }
+            (ticket, changes, after) = try store.engine.read { tx in try deliver(tx) }
         }
         if let ticket { store.observers.finish(ticket, changes, kinds: false) }
         advance(from: token, to: after)
@@ -169,7 +169,7 @@ final class FeedFollower: Sendable {
 
     /// Waits until `watch` reports a write or `interval` passes, then drains the reports.
     private static func wait(_ watch: Int32?, _ interval: Duration) {
-        let milliseconds = Int32(clamping: interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(clamping: ChangeLog.milliseconds(interval))
         guard let watch else {
             usleep(UInt32(clamping: Int(milliseconds) * 1000))
             return

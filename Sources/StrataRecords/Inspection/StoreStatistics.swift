@@ -94,7 +94,7 @@ extension Store {
             var ticker = try ProgressTicker(tx, .all, progress)
             let catalog = try CatalogSnapshot(tx, envelope: envelope)
             let manifest = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode)
-            let features = try tx.get(SystemKey.features).map(StrataRecords.Manifest.decodeFeatures) ?? []
+            let features = try StrataRecords.Manifest.storeFeatures(in: tx)
             var keyspaces: [String: StoreStatistics.Keyspace] = [:]
             func keyspace(_ name: String) -> StoreStatistics.Keyspace {
                 let entry = catalog.keyspaces[name]
