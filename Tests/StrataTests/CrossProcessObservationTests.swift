@@ -119,6 +119,10 @@ struct CrossProcessObservationTests {
         for i in queries.indices where final[i] != fresh[i] {
             Issue.record("\(queries[i].explain()): \(final[i].count) records observed, \(fresh[i].count) stored")
         }
+        if final != fresh {
+            let failures = store.follower.failures
+            Issue.record("the follower's turns failed \(failures.count) times; the last: \(failures.last.map { "\($0)" } ?? "none")")
+        }
         // Wake-ups: none for the ids nobody wrote, some for every id that was written.
         for (i, id) in ids.enumerated() {
             if (38...45).contains(id) {
@@ -128,6 +132,64 @@ struct CrossProcessObservationTests {
             }
         }
         #expect(fresh[queries.count - 1].contains { $0.id == 0 && $0.value >= acknowledged / 2 }, "the writers' counter")
+    }
+
+    @Test("a follower's commit that fails after it took its ticket finishes the ticket: later deliveries, this process's own included, are not held back, and the failed turn's changes come at the next turn")
+    func followerCommitFails() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        // Once armed, the first write transaction that writes nothing fails to commit: the
+        // follower's (it only takes a ticket and reads), as a commit that fails after the body
+        // (LMDB growing its map while other processes write, a disk full).
+        final class Failures: Sendable { let left = Mutex(0) }
+        let failures = Failures()
+        let engine = DroppingEngine(try EngineKind.lmdb.open(dir.path), failsCommit: { wrote in
+            wrote ? false : failures.left.withLock { left in
+                defer { left = max(0, left - 1) }
+                return left > 0
+            }
+        })
+        let store = try Store(engine: engine)
+        defer { try? store.close() }
+        try store.enableChangeFeed(retention: .forever)
+        store.otherProcessPolling = .milliseconds(5)
+        let observer = store.observe(Query<WrittenNote>(RecordQuery.all.equal(0))).makeAsyncIterator().observer
+        #expect(try await observer.next()?.records == [])
+        failures.left.withLock { $0 = 1 }
+
+        let child = try WriterChild(engine: "lmdb", path: dir.path)
+        defer { child.kill() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while child.acknowledged < 3 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        child.kill()
+        #expect(child.acknowledged >= 3)
+        // The counter (note 0) arrives as stored, though the first turn that carried a change
+        // failed to commit.
+        let stored = try await store.withReadTransaction { ctx in try Query<WrittenNote>(RecordQuery.all.equal(0)).select(in: ctx) }
+        var seen: [WrittenNote]? = []
+        while let records = seen, records != stored {
+            seen = try await Self.next(of: observer, within: .seconds(20))
+        }
+        #expect(failures.left.withLock { $0 } == 0, "the follower's commit never failed: the test tried nothing")
+        #expect(store.follower.failures.count == 1)
+        #expect(seen == stored, "the other process's commits were not delivered in 20 s")
+        // And this process's own commit after it is delivered: no ticket holds it back.
+        try store.insert(WrittenNote(id: 0, value: -1))
+        let next = try await Self.next(of: observer, within: .seconds(20))
+        #expect(next == [WrittenNote(id: 0, value: -1)], "this process's commit was not delivered in 20 s")
+    }
+
+    /// The records of `observer`'s next snapshot, or `nil` when none came within `limit`.
+    private static func next(of observer: QueryObserver<WrittenNote>, within limit: Duration) async throws -> [WrittenNote]? {
+        try await withThrowingTaskGroup(of: [WrittenNote]?.self) { group in
+            group.addTask { try await observer.next()?.records }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
     }
 
     @Test("a feed turned off while a query is observed: the query goes on with this process's commits, and does not fail")

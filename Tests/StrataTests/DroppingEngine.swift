@@ -16,14 +16,20 @@ final class DroppingEngine: KeyValueEngine, Sendable {
     let inner: any KeyValueEngine
     let drops: Rule
     let fails: Rule
+    /// Asked once a write's body returned, with whether it put or deleted anything: `true` fails
+    /// its commit (the inner transaction rolls back).
+    let failsCommit: @Sendable (_ wrote: Bool) -> Bool
     var engineName: String { inner.engineName }
     var capabilities: EngineCapabilities { inner.capabilities }
     var limits: EngineLimits { inner.limits }
+    var commitSignalDirectory: String? { inner.commitSignalDirectory }
 
-    init(_ inner: any KeyValueEngine, drops: @escaping Rule = { _, _ in false }, fails: @escaping Rule = { _, _ in false }) {
+    init(_ inner: any KeyValueEngine, drops: @escaping Rule = { _, _ in false }, fails: @escaping Rule = { _, _ in false },
+         failsCommit: @escaping @Sendable (_ wrote: Bool) -> Bool = { _ in false }) {
         self.inner = inner
         self.drops = drops
         self.fails = fails
+        self.failsCommit = failsCommit
     }
 
     func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R {
@@ -31,7 +37,12 @@ final class DroppingEngine: KeyValueEngine, Sendable {
     }
 
     func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
-        try inner.write { try body(DroppingTransaction($0, drops: drops, fails: fails)) }
+        try inner.write {
+            let transaction = DroppingTransaction($0, drops: drops, fails: fails)
+            let result = try body(transaction)
+            if failsCommit(transaction.wrote) { throw InjectedFailure() }
+            return result
+        }
     }
 
     func close() throws { try inner.close() }
@@ -68,6 +79,8 @@ final class DroppingTransaction: KeyValueWriter {
     let inner: any KeyValueWriter
     let drops: DroppingEngine.Rule
     let fails: DroppingEngine.Rule
+    /// Whether a put or delete reached this transaction (dropped or not).
+    private(set) var wrote = false
 
     init(_ inner: any KeyValueWriter, drops: @escaping DroppingEngine.Rule, fails: @escaping DroppingEngine.Rule) {
         self.inner = inner
@@ -84,16 +97,21 @@ final class DroppingTransaction: KeyValueWriter {
     }
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
+        wrote = true
         if fails(.put, key) { throw DroppingEngine.InjectedFailure() }
         if drops(.put, key) { return }
         try inner.put(value, forKey: key)
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
+        wrote = true
         if fails(.delete, key) { throw DroppingEngine.InjectedFailure() }
         if drops(.delete, key) { return }
         try inner.delete(key)
     }
 
-    func clear(_ range: KeyRange) throws -> Int { try inner.clear(range) }
+    func clear(_ range: KeyRange) throws -> Int {
+        wrote = true
+        return try inner.clear(range)
+    }
 }

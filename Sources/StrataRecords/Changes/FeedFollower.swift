@@ -29,6 +29,10 @@ final class FeedFollower: Sendable {
         var interval: Duration = .milliseconds(100)
         var started = false
         var stopped = false
+        /// The engine failures turns met (tried again at the next turn), and the last one: for
+        /// tests and diagnostics.
+        var failures = 0
+        var lastFailure: (any Error)?
     }
     private let state = Mutex(State())
 
@@ -60,6 +64,9 @@ final class FeedFollower: Sendable {
         thread.start()
     }
 
+    /// How many turns failed with an engine error, and the last such error.
+    var failures: (count: Int, last: (any Error)?) { state.withLock { ($0.failures, $0.lastFailure) } }
+
     /// Stops the thread (at the store's close).
     func stop() { state.withLock { $0.stopped = true } }
 
@@ -86,7 +93,12 @@ final class FeedFollower: Sendable {
                 state.withLock { $0.token = nil }
                 store.observers.failLiveQueries(error)
             } catch {
-                // An engine failure (a member down, a timeout): try again at the next turn.
+                // An engine failure (a member down, a timeout, a commit that failed): try again at
+                // the next turn, from the same position.
+                state.withLock {
+                    $0.failures += 1
+                    $0.lastFailure = error
+                }
             }
         }
     }
@@ -109,7 +121,14 @@ final class FeedFollower: Sendable {
         // Then under it: the changes, the records as they are now, and a ticket that orders them
         // after every commit of this process before them and before every one after.
         let groups = store.observers.foreignGroups()
-        let deliver = { (tx: any KeyValueReader) throws -> (UInt64?, [RecordChange], ChangeToken) in
+        // A ticket taken is always finished: with the changes once the transaction returned, empty
+        // when it threw after taking it (a commit that failed: LMDB growing its map while other
+        // processes write, a disk full). One left open would hold back every later delivery.
+        var taken: UInt64?
+        defer { if let taken { store.observers.finish(taken, []) } }
+        let deliver = { (tx: any KeyValueReader) throws -> ([RecordChange], ChangeToken) in
+            if let earlier = taken { store.observers.finish(earlier, []) }
+            taken = nil
             let (foreign, next) = try Self.foreignChanges(since: token, of: store, in: tx)
             let ctx = TransactionContext(store: store, reader: tx, writer: nil)
             var changes: [RecordChange] = []
@@ -118,15 +137,19 @@ final class FeedFollower: Sendable {
             for (keyspace, list) in byKeyspace.sorted(by: { $0.key < $1.key }) {
                 for group in groups[keyspace]! { changes += group.withRecords(list, in: ctx) }
             }
-            return (changes.isEmpty ? nil : store.observers.ticket(), changes, next)
+            if !changes.isEmpty { taken = store.observers.ticket() }
+            return (changes, next)
         }
-        let (ticket, changes, after): (UInt64?, [RecordChange], ChangeToken)
+        let (changes, after): ([RecordChange], ChangeToken)
         do {
-            (ticket, changes, after) = try store.engine.write { tx in try deliver(tx) }
+            (changes, after) = try store.engine.write { tx in try deliver(tx) }
         } catch EngineError.readOnly {
-            (ticket, changes, after) = try store.engine.read { tx in try deliver(tx) }
+            (changes, after) = try store.engine.read { tx in try deliver(tx) }
         }
-        if let ticket { store.observers.finish(ticket, changes, kinds: false) }
+        if let ticket = taken {
+            taken = nil
+            store.observers.finish(ticket, changes, kinds: false)
+        }
         advance(from: token, to: after)
     }
 
