@@ -113,6 +113,9 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     private var nodeMax = 0
     /// The environment's page size.
     private(set) var pageSize = 4096
+    /// Taken by write transactions before LMDB's writer mutex (``LMDBWriterLock``); `nil` when
+    /// read-only.
+    private var writerLock: LMDBWriterLock?
     /// Write transactions that logged their writes from the start and from midway; changed by
     /// the one writer only (for tests).
     var writeLogStarts = (fromBegin: 0, midway: 0)
@@ -170,6 +173,12 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         // The unnamed main database; opening it needs a transaction.
         var txn: OpaquePointer?
         let readOnly = options.mode == .readOnly
+        if !readOnly {
+            let lock = try LMDBWriterLock(path: path)
+            try lock.lock()
+            writerLock = lock
+        }
+        defer { writerLock?.unlock() }
         try check(mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn), "beginning the open transaction", path: path)
         let rc = mdb_dbi_open(txn, nil, 0, &dbi)
         if rc != MDB_SUCCESS {
@@ -249,6 +258,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     func close() throws {
         if let env { mdb_env_close(env) }
         env = nil
+        writerLock = nil
     }
 
     /// The current size of the memory map in bytes.
@@ -274,9 +284,18 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     }
 
     func beginWrite() throws -> any StorageWriteTransaction {
-        try growBeforeWriting()
-        let txn = try beginTransaction(readOnly: false)
-        return LMDBTransaction(storage: self, txn: txn, room: LMDBMapRoom(txn: txn, mapSize: mapSize, pageSize: pageSize))
+        // The engine core refuses writes on a read-only store before they get here.
+        guard let writerLock else { throw EngineError.readOnly(path: path) }
+        try writerLock.lock()
+        let txn: OpaquePointer
+        do {
+            try growBeforeWriting()
+            txn = try beginTransaction(readOnly: false)
+        } catch {
+            writerLock.unlock()
+            throw error
+        }
+        return LMDBTransaction(storage: self, txn: txn, room: LMDBMapRoom(txn: txn, mapSize: mapSize, pageSize: pageSize), writerLock: writerLock)
     }
 
     /// Grows the map before a write transaction begins when less room is left than the store

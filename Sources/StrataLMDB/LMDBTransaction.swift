@@ -13,6 +13,8 @@ final class LMDBTransaction: StorageWriteTransaction {
     @exclusivity(unchecked) private var log: WriteLog?
     /// Where the map ends, for a write transaction.
     private let room: LMDBMapRoom?
+    /// A write transaction's cross-process writer lock, held until it ends; `nil` once released.
+    @exclusivity(unchecked) private var writerLock: LMDBWriterLock?
     /// The LMDB transaction id the body's reads belong to.
     private let txnID: Int
     /// The storage's main database and file bounds, fixed once it is open: held here so that a
@@ -24,11 +26,13 @@ final class LMDBTransaction: StorageWriteTransaction {
     /// scan: an open cursor of a write transaction is fixed up by every later write.
     @exclusivity(unchecked) private var spareCursor: OpaquePointer?
 
-    /// A read transaction (`room` nil), or a write transaction with the map's room.
-    init(storage: LMDBStorage, txn: OpaquePointer, room: LMDBMapRoom? = nil) {
+    /// A read transaction (`room` nil), or a write transaction with the map's room and the
+    /// writer lock it holds.
+    init(storage: LMDBStorage, txn: OpaquePointer, room: LMDBMapRoom? = nil, writerLock: LMDBWriterLock? = nil) {
         self.storage = storage
         self.txn = txn
         self.room = room
+        self.writerLock = writerLock
         txnID = mdb_txn_id(txn)
         dbi = storage.dbi
         bounds = storage.bounds
@@ -347,6 +351,8 @@ final class LMDBTransaction: StorageWriteTransaction {
         spareCursor = nil
         if let txn { mdb_txn_abort(txn) }
         txn = nil
+        writerLock?.unlock()
+        writerLock = nil
     }
 
     /// Aborts the transaction after a failure that broke it, and throws that failure (the core

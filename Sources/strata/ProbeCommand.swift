@@ -13,6 +13,7 @@ struct Probe: ParsableCommand {
     @Option(help: "Write KEY=VALUE in a write transaction.") var put: String?
     @Option(help: "Print the value of KEY.") var get: String?
     @Option(help: "Keep the store open this many seconds before closing.") var hold: Double = 0
+    @Flag(help: "Repeat the --put transaction until killed (printing `writing` once inside the first).") var repeatPut = false
     @Flag(help: "Create the store when missing.") var create = false
 
     func run() throws {
@@ -26,7 +27,14 @@ struct Probe: ParsableCommand {
         say("opened")
         if let put {
             let parts = put.split(separator: "=", maxSplits: 1).map(String.init)
-            try store.write { tx in try tx.put(Array(parts[1].utf8), forKey: Array(parts[0].utf8)) }
+            var first = true
+            repeat {
+                try store.write { tx in
+                    try tx.put(Array(parts[1].utf8), forKey: Array(parts[0].utf8))
+                    if first && repeatPut { say("writing") }
+                }
+                first = false
+            } while repeatPut
             say("put \(parts[0])")
         }
         if let get {
