@@ -152,9 +152,12 @@ struct CatalogEntry: Equatable {
 
     /// Checks `R`'s claim on its keyspace; records its schema in the store on its first write.
     /// Returns the other versions whose stored schema has exactly `R`'s fields (names and
-    /// formats, in order): their values have `R`'s layout, so they read as current. That is how a
-    /// record stored under format 1's spelled-type version keeps reading after the type is
-    /// respelled, once the type has written under format 2 (which records both numbers).
+    /// formats, in order) when `R`'s version is derived: their values have `R`'s layout, so they
+    /// read as current. That is how a record stored under format 1's spelled-type version keeps
+    /// reading after the type is respelled, once the type has written under format 2 (which
+    /// records both numbers). An explicit version is never one of a set: the same field list
+    /// does not mean the same bytes (a type inside a JSON field may have changed), so every
+    /// other version goes to `migrate`.
     @usableFromInline func check<R: Record>(_: R.Type, in tx: any KeyValueReader, writer: (any KeyValueWriter)?) throws -> Set<UInt32> {
         let me = ObjectIdentifier(R.self)
         if let sameFields = state.withLock({ $0.verified[me] }) { return sameFields }
@@ -180,7 +183,8 @@ struct CatalogEntry: Equatable {
             let layout = entry.key.map { "\($0.name): \($0.type)" }.joined(separator: ", ")
             throw RecordError.keyspaceClash(keyspace: type.keyspace, detail: "the store holds keys (\(layout)) but \(R.self) declares (\(type.keyLayout))")
         }
-        let sameFields = Set(entry.schemas.lazy.filter { $0.version != type.version && $0.fields != nil && $0.fields == type.fields }.map(\.version))
+        let sameFields = type.versionIsExplicit ? []
+            : Set(entry.schemas.lazy.filter { $0.version != type.version && $0.fields != nil && $0.fields == type.fields }.map(\.version))
         var missing: [CatalogEntry.Schema] = []
         if !entry.schemas.contains(where: { $0.version == type.version }) { missing.append(schema) }
         // A keyspace upgraded from format 1 holds records under the format-1 number of the same

@@ -137,6 +137,11 @@ public struct RecordType: Sendable {
     /// components' names and types and the fields' names, order and formats (RecordFormat.md), so
     /// a change of fields changes it and a respelling of types does not.
     public let version: UInt32
+    /// Whether ``version`` was given, rather than derived from the key and fields. A given version
+    /// is a promise that the bytes changed whenever it did (a change inside a JSON field changes
+    /// no field's format): values of every other version go to
+    /// ``Record/migrate(fromVersion:key:fields:)``, even when the catalog lists the same fields.
+    public let versionIsExplicit: Bool
     /// The number format-1 Strata derived for the same declaration from its type names as spelled:
     /// records a format-1 store holds under it read as ``version`` (see ``isVersion(_:)``).
     public let formatOneVersion: UInt32?
@@ -166,6 +171,7 @@ public struct RecordType: Sendable {
         self.key = key.map { KeyComponentInfo(name: $0.name, typeName: "\($0.type)", typeID: ObjectIdentifier($0.type)) }
         self.fields = describedFields
         self.version = version ?? Self.derivedVersion(key: self.key.map { ($0.name, $0.typeName) }, fields: describedFields ?? [])
+        versionIsExplicit = version != nil
         // Only a derived version had a format-1 twin: an explicit one was stored as itself.
         self.formatOneVersion = version == nil ? formatOneVersion : nil
     }
