@@ -14,6 +14,7 @@ struct Probe: ParsableCommand {
     @Option(help: "Print the value of KEY.") var get: String?
     @Option(help: "Keep the store open this many seconds before closing.") var hold: Double = 0
     @Flag(help: "Repeat the --put transaction until killed (printing `writing` once inside the first).") var repeatPut = false
+    @Flag(help: "Repeat the --get transaction until killed (printing `reading` once inside the first).") var repeatGet = false
     @Flag(help: "Create the store when missing.") var create = false
 
     func run() throws {
@@ -38,8 +39,12 @@ struct Probe: ParsableCommand {
             say("put \(parts[0])")
         }
         if let get {
-            let value = try store.read { tx in try tx.get(Array(get.utf8)) }
-            say("value: " + (value.map { String(decoding: $0, as: UTF8.self) } ?? "nil"))
+            var first = true
+            repeat {
+                let value = try store.read { tx in try tx.get(Array(get.utf8)) }
+                if first { say(repeatGet ? "reading" : "value: " + (value.map { String(decoding: $0, as: UTF8.self) } ?? "nil")) }
+                first = false
+            } while repeatGet
         }
         if hold > 0 { Thread.sleep(forTimeInterval: hold) }
         try store.close()

@@ -46,50 +46,71 @@ struct MultiProcessTests {
     @Test("writers killed together while others wait for the store strand no writer: this process's goes on (10 rounds of three processes writing without pause, killed at once)",
           arguments: Engines.multiProcess)
     func writersKilledTogether(engine: EngineUnderTest) throws {
+        try Self.killedTogether(engine, children: ["--put", "theirs=1", "--repeat-put"], started: "writing") { store in
+            try store.write { tx in try tx.put(Array("mine".utf8), forKey: Array("c".utf8)) }
+        }
+    }
+
+    @Test("readers killed together strand no reader: this process's reads go on (10 rounds of three processes reading without pause, killed at once)",
+          arguments: Engines.multiProcess)
+    func readersKilledTogether(engine: EngineUnderTest) throws {
+        try Self.killedTogether(engine, children: ["--get", "c", "--repeat-get"], started: "reading") { store in
+            _ = try store.read { tx in try tx.get(Array("c".utf8)) }
+        }
+    }
+
+    /// Ten rounds: three `strata probe` children run `children` on the store without pause, and
+    /// are killed at once (as a process group, a stopping container or the OOM killer kills
+    /// them: some inside a transaction, some waiting on a lock, some just woken to take it),
+    /// while a thread of this process runs `transaction` in a loop. After each round it must go
+    /// on within 10 s.
+    static func killedTogether(_ engine: EngineUnderTest, children arguments: [String], started: String,
+                               transaction: @escaping @Sendable (any KeyValueEngine) throws -> Void) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try engine.open(dir.path, EngineOptions(durability: .relaxed))
+        try store.write { tx in try tx.put(Array("first".utf8), forKey: Array("c".utf8)) }
         final class Progress: Sendable {
-            let commits = Mutex(0)
+            let done = Mutex(0)
             let failure = Mutex<(any Error)?>(nil)
             let stop = Mutex(false)
         }
         let progress = Progress()
-        Thread {
+        let loop = Thread {
             while !progress.stop.withLock({ $0 }) {
                 do {
-                    try store.write { tx in try tx.put(Array("mine".utf8), forKey: Array("c".utf8)) }
-                    progress.commits.withLock { $0 += 1 }
+                    try transaction(store)
+                    progress.done.withLock { $0 += 1 }
                 } catch {
                     progress.failure.withLock { $0 = error }
                     return
                 }
             }
-        }.start()
+        }
+        loop.start()
         for round in 1...10 {
             let children = try (0..<3).map { _ in
-                try BackgroundProcess(strataTool, ["probe", "--engine", engine.name, "--path", dir.path, "--put", "theirs=\(round)", "--repeat-put"])
+                try BackgroundProcess(strataTool, ["probe", "--engine", engine.name, "--path", dir.path] + arguments)
             }
-            for child in children { try #require(child.waitFor("writing"), "\(child.output)") }
+            for child in children { try #require(child.waitFor(started), "\(child.output)") }
             Thread.sleep(forTimeInterval: 0.1)
-            // At once, as a process group or a stopping container dies: some die holding the
-            // store's writer lock, some waiting for it, some just woken to take it.
             for child in children { kill(child.process.processIdentifier, SIGKILL) }
             for child in children { _ = child.wait() }
-            let before = progress.commits.withLock { $0 }
+            let before = progress.done.withLock { $0 }
             let deadline = Date().addingTimeInterval(10)
-            while progress.commits.withLock({ $0 }) == before && progress.failure.withLock({ $0 }) == nil && Date() < deadline {
+            while progress.done.withLock({ $0 }) == before && progress.failure.withLock({ $0 }) == nil && Date() < deadline {
                 Thread.sleep(forTimeInterval: 0.005)
             }
             if let failure = progress.failure.withLock({ $0 }) { throw failure }
-            guard progress.commits.withLock({ $0 }) > before else {
-                // Left open on purpose: closing would wait for the stranded writer forever.
-                Issue.record("round \(round): this process's writer has not committed for 10 s after the others died: stranded")
+            guard progress.done.withLock({ $0 }) > before else {
+                // Left open on purpose: closing would wait for the stranded thread forever.
+                Issue.record("round \(round): this process has not finished a transaction for 10 s after the others died: stranded")
                 return
             }
         }
         progress.stop.withLock { $0 = true }
-        try store.write { tx in try tx.put(Array("last".utf8), forKey: Array("c".utf8)) }  // waits for the writer thread's last
+        while !loop.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        try store.write { tx in try tx.put(Array("last".utf8), forKey: Array("c".utf8)) }
         try store.read { (tx: any KeyValueReader) throws in #expect(try tx.get(Array("c".utf8)) == Array("last".utf8)) }
         try store.close()
     }
