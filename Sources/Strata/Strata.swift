@@ -15,4 +15,11 @@ extension Store {
     public convenience init(path: String) throws {
         try self.init(.lmdb(path: path))
     }
+
+    /// Opens (creating when missing) the LMDB store `name` in the default directory
+    /// (`EngineConfiguration.defaultDirectory`: `$XDG_DATA_HOME/strata` on Linux,
+    /// `Application Support/strata` on Apple platforms). `name` is one path component.
+    public convenience init(named name: String) throws {
+        try self.init(.lmdb(path: try EngineConfiguration.defaultPath(named: name)))
+    }
 }

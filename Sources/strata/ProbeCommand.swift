@@ -16,11 +16,18 @@ struct Probe: ParsableCommand {
     @Flag(help: "Repeat the --put transaction until killed (printing `writing` once inside the first).") var repeatPut = false
     @Flag(help: "Repeat the --get transaction until killed (printing `reading` once inside the first).") var repeatGet = false
     @Flag(help: "Create the store when missing.") var create = false
+    @Flag(help: "Open a temporary store of the engine (--path is ignored).") var temporary = false
+    @Option(help: "Open the store of this name in the default directory (--path is ignored).") var named: String?
 
     func run() throws {
         let store: any KeyValueEngine
         do {
-            store = try engine.open(path, EngineOptions(mode: create ? .create : .openExisting))
+            if temporary {
+                store = try EngineConfiguration.temporary(engine.engines[0]).open(EngineOptions())
+            } else {
+                let path = try named.map(EngineConfiguration.defaultPath(named:)) ?? path
+                store = try engine.open(path, EngineOptions(mode: create ? .create : .openExisting))
+            }
         } catch let error as EngineError {
             say("error: \(error)")
             throw ExitCode(2)

@@ -21,8 +21,8 @@ private struct WrittenNote: Record, Equatable, Sendable {
     }
 }
 
-/// The `strata` tool built beside the test bundle.
-private let strataExecutable: String = {
+/// The `strata` tool built beside the test bundle (also run by the temporary store tests).
+let strataExecutable: String = {
     let bundle = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).resolvingSymlinksInPath()
     return bundle.deletingLastPathComponent().appendingPathComponent("strata").path
 }()
