@@ -18,7 +18,8 @@ extension EngineConfiguration {
     /// Engines that keep their store elsewhere than in a directory (etcd) are refused with
     /// ``EngineError/invalidArgument(_:)``; `.memory` is temporary by nature and accepted.
     ///
-    /// The directories live under `strata-temporary` in the system's temporary directory. Each
+    /// The directories live under `strata-temporary-<uid>` (mode 0700) in the system's temporary
+    /// directory. Each
     /// is owned through a `flock` its process holds while the store is open; the kernel releases
     /// it when the process ends, however it ends, and an open of a temporary store deletes every
     /// directory whose lock it can take.
@@ -74,8 +75,9 @@ extension EngineConfiguration {
 /// `<root>/<id>.lock` is `flock`ed by the owner. Removed by ``remove()``, at deinit, or by the
 /// next lease's sweep once no process holds the lock.
 final class TemporaryDirectoryLease: Sendable {
-    /// `strata-temporary` in the system's temporary directory.
-    static var root: String { (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-temporary") }
+    /// `strata-temporary-<uid>` in the system's temporary directory: one per user, since the
+    /// temporary directory is shared.
+    static var root: String { (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-temporary-\(getuid())") }
 
     let directory: String
     private let lockPath: String
@@ -85,10 +87,14 @@ final class TemporaryDirectoryLease: Sendable {
 
     init() throws {
         let root = Self.root
-        do {
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        } catch {
-            throw EngineError.permissionDenied(path: root, detail: "creating the temporary stores' directory: \(error.localizedDescription)")
+        // This user's own directory, not a link or another user's (the temporary directory is
+        // shared): nobody else may read the stores, or plant a directory for them.
+        if mkdir(root, 0o700) != 0 && errno != EEXIST {
+            throw EngineError.permissionDenied(path: root, detail: "creating the temporary stores' directory: \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(root, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else {
+            throw EngineError.permissionDenied(path: root, detail: "the temporary stores' directory is not a directory of this user's")
         }
         Self.sweep(root)
         let id = UUID().uuidString

@@ -1,13 +1,13 @@
 import Foundation
 import StrataBundledEngines
 import StrataConformance
-import StrataEngine
+@testable import StrataEngine
 @testable import StrataRecords
 import Testing
 
-/// The temporary stores' directories (`strata-temporary` in the system's temporary directory).
+/// The temporary stores' directories (`strata-temporary-<uid>` in the system's temporary directory).
 private func temporaryStores() -> Set<String> {
-    let root = (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-temporary")
+    let root = TemporaryDirectoryLease.root
     return Set(((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).map { (root as NSString).appendingPathComponent($0) })
 }
 
