@@ -19,10 +19,9 @@ extension EngineConfiguration {
     /// ``EngineError/invalidArgument(_:)``; `.memory` is temporary by nature and accepted.
     ///
     /// The directories live under `strata-temporary-<uid>` (mode 0700) in the system's temporary
-    /// directory. Each
-    /// is owned through a `flock` its process holds while the store is open; the kernel releases
-    /// it when the process ends, however it ends, and an open of a temporary store deletes every
-    /// directory whose lock it can take.
+    /// directory. Each is owned through a `flock` its process holds while the store is open; the
+    /// kernel releases it when the process ends, however it ends, and an open of a temporary
+    /// store deletes every directory whose lock it can take.
     public static func temporary(_ kind: EngineKind) -> EngineConfiguration {
         EngineConfiguration(name: kind.name, path: nil) { options in
             let directory = try TemporaryDirectoryLease()

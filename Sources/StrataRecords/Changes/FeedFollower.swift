@@ -121,14 +121,13 @@ final class FeedFollower: Sendable {
         // Then under it: the changes, the records as they are now, and a ticket that orders them
         // after every commit of this process before them and before every one after.
         let groups = store.observers.foreignGroups()
-        // A ticket taken is always finished: with the changes once the transaction returned, empty
-        // when it threw after taking it (a commit that failed: LMDB growing its map while other
-        // processes write, a disk full). One left open would hold back every later delivery.
-        var taken: UInt64?
-        defer { if let taken { store.observers.finish(taken, []) } }
-        let deliver = { (tx: any KeyValueReader) throws -> ([RecordChange], ChangeToken) in
-            if let earlier = taken { store.observers.finish(earlier, []) }
-            taken = nil
+        // The ticket is taken under the gate and always finished: with the changes once the
+        // transaction returned, empty when it threw after taking it (a commit that failed: LMDB
+        // growing its map while other processes write, a disk full). One left open would hold
+        // back every later delivery.
+        let write = ObservedWrite(store.observers)
+        defer { write.finish() }
+        let deliver = { (tx: any KeyValueReader) throws -> ChangeToken in
             let (foreign, next) = try Self.foreignChanges(since: token, of: store, in: tx)
             let ctx = TransactionContext(store: store, reader: tx, writer: nil)
             var changes: [RecordChange] = []
@@ -137,19 +136,16 @@ final class FeedFollower: Sendable {
             for (keyspace, list) in byKeyspace.sorted(by: { $0.key < $1.key }) {
                 for group in groups[keyspace]! { changes += group.withRecords(list, in: ctx) }
             }
-            if !changes.isEmpty { taken = store.observers.ticket() }
-            return (changes, next)
+            write.take(changes, kinds: false)
+            return next
         }
-        let (changes, after): ([RecordChange], ChangeToken)
+        let after: ChangeToken
         do {
-            (changes, after) = try store.engine.write { tx in try deliver(tx) }
+            after = write.committing(try store.engine.write { tx in try deliver(tx) })
         } catch EngineError.readOnly {
-            (changes, after) = try store.engine.read { tx in try deliver(tx) }
+            after = write.committing(try store.engine.read { tx in try deliver(tx) })
         }
-        if let ticket = taken {
-            taken = nil
-            store.observers.finish(ticket, changes, kinds: false)
-        }
+        write.finish()
         advance(from: token, to: after)
     }
 

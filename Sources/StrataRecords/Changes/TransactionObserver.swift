@@ -259,6 +259,16 @@ final class ObservedWrite: @unchecked Sendable {
         return result
     }
 
+    /// Takes the ticket for `changes` made known otherwise than by a body (other processes'
+    /// changes, which the feed follower delivers), the writer gate held; an earlier run's ticket
+    /// is finished empty first, as in ``run(_:_:)``. No ticket for no changes.
+    func take(_ changes: [RecordChange], kinds: Bool) {
+        if let ticket { registry.finish(ticket, []) }
+        ticket = changes.isEmpty ? nil : registry.ticket()
+        self.changes = changes
+        self.kinds = kinds
+    }
+
     /// Passes on the result of an engine write that returned: it committed.
     func committing<R>(_ result: R) -> R {
         committed = true
