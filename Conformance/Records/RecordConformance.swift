@@ -15,6 +15,7 @@ public enum RecordConformance {
     /// Every record-layer case: `index/…` (queries of every shape on every kind of index, their
     /// maintenance by every kind of write, unique violations, key limits, builds, paging) and
     /// `changefeed/…` (the change feed: exactly the committed transactions, tokens, retention) and
-    /// `migration/…` (schema versions across a reopen: explicit bumps always migrate).
-    public static let cases: [ConformanceCase] = IndexCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all
+    /// `migration/…` (schema versions across a reopen: explicit bumps always migrate) and `codable/…`
+    /// (plain `Codable` records in every value format, typed queries by `id`).
+    public static let cases: [ConformanceCase] = IndexCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all + CodableRecordCases.all
 }

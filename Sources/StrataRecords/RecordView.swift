@@ -93,7 +93,7 @@ extension TransactionContext {
         let recordKey = UnsafeRawBufferPointer(rebasing: key[prefixLength...])
         return try withStoredFields(R.self, key: key, value: value) { version, bytes, offset in
             try body(RecordView(key: recordKey, fields: UnsafeRawBufferPointer(rebasing: bytes[offset...]), version: version,
-                                isCurrent: R.recordType.isVersion(version) || sameFields.contains(version)))
+                                isCurrent: isCurrentVersion(R.self, version) || sameFields.contains(version)))
         }
     }
 }

@@ -356,13 +356,24 @@ public final class TransactionContext {
     func keyspace<R: Record>(_: R.Type) -> Int {
         let id = ObjectIdentifier(R.self)
         for i in keyspaces.indices where keyspaces[i].type == id { return i }
-        keyspaces.append((id, KeyCodec.encode(R.recordType.keyspace), R.recordType.version))
+        let type = R.recordType
+        keyspaces.append((id, KeyCodec.encode(type.keyspace), type.version, type.formatOneVersion))
         return keyspaces.count - 1
+    }
+
+    /// Whether values of schema version `version` have `R`'s current layout
+    /// (``RecordType/isVersion(_:)``), from this transaction's copy of the type's versions: a record
+    /// type may compute ``Record/recordType`` (a ``CodableRecord`` looks it up), and this is asked
+    /// for every record read.
+    @inlinable
+    func isCurrentVersion<R: Record>(_: R.Type, _ version: UInt32) -> Bool {
+        let type = keyspace(R.self)
+        return version == keyspaces[type].version || version == keyspaces[type].formatOneVersion
     }
 
     /// Per record type used in this transaction: its keyspace prefix and schema version, read
     /// from here by the write path without copying them (each copy is an atomic reference count).
-    @exclusivity(unchecked) @usableFromInline var keyspaces: [(type: ObjectIdentifier, prefix: [UInt8], version: UInt32)] = []
+    @exclusivity(unchecked) @usableFromInline var keyspaces: [(type: ObjectIdentifier, prefix: [UInt8], version: UInt32, formatOneVersion: UInt32?)] = []
 
     @inlinable
     func encodeKey<R: Record>(_ record: R) throws -> [UInt8] {
@@ -436,7 +447,7 @@ public final class TransactionContext {
         var keyReader = KeyReader(key)
         var fields = fields
         do {
-            if R.recordType.isVersion(version) || sameFields(R.self).contains(version) {
+            if isCurrentVersion(R.self, version) || sameFields(R.self).contains(version) {
                 let record = try R(key: &keyReader, fields: &fields)
                 try keyReader.finish()
                 try fields.finish()

@@ -1,0 +1,432 @@
+import Foundation
+
+/// Decodes `Decodable` values from the binary Codable format (CodableValueEncoder.swift,
+/// RecordFormat.md). Never traps on bad bytes: malformed ones throw `DecodingError.dataCorrupted`.
+enum CodableValueDecoder {
+    /// Decodes a `T` from `bytes` (the whole value: names, then the root item). `recordID` is
+    /// what a reference to the record's key decodes as.
+    static func decode<T: Decodable>(_: T.Type, from bytes: UnsafeRawBufferPointer, recordID: Any?) throws -> T {
+        let session = try DecodingSession(bytes: bytes, recordID: recordID)
+        // The bytes are lent: a decoder a type keeps past its init must not read them.
+        defer { session.isOpen = false }
+        let decoder = BinaryDecoder(session: session, offset: session.rootOffset, codingPath: [])
+        let value = try decoder.decodeItem(T.self, at: session.rootOffset, path: [])
+        guard try session.end(ofItemAt: session.rootOffset) == bytes.count else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the value"))
+        }
+        return value
+    }
+}
+
+/// The bytes of one value being decoded and its names table.
+final class DecodingSession {
+    let bytes: UnsafeRawBufferPointer
+    /// Where each name of the table lies in ``bytes``.
+    private(set) var names: [Range<Int>] = []
+    private(set) var rootOffset = 0
+    let recordID: Any?
+    var isOpen = true
+
+    init(bytes: UnsafeRawBufferPointer, recordID: Any?) throws {
+        self.bytes = bytes
+        self.recordID = recordID
+        var offset = 0
+        let count = try varint(at: &offset)
+        // Each name takes a byte at least: a larger count is a lie, not an allocation to make.
+        guard count <= UInt64(bytes.count) else { throw corrupt(at: 0, "\(count) names in \(bytes.count) bytes") }
+        names.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            let length = try varint(at: &offset)
+            guard length <= UInt64(bytes.count - offset) else { throw corrupt(at: offset, "a name runs past the end") }
+            let range = offset..<(offset + Int(length))
+            guard String.strataValidating(UnsafeRawBufferPointer(rebasing: bytes[range])) != nil else {
+                throw corrupt(at: offset, "a name is not UTF-8")
+            }
+            names.append(range)
+            offset = range.upperBound
+        }
+        rootOffset = offset
+    }
+
+    func corrupt(at offset: Int, _ detail: String, path: [any CodingKey] = []) -> DecodingError {
+        .dataCorrupted(.init(codingPath: path, debugDescription: "\(detail) (byte \(offset))"))
+    }
+
+    func checkOpen(_ path: [any CodingKey]) throws {
+        guard isOpen else {
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "a decoder was used after its value was decoded"))
+        }
+    }
+
+    func varint(at offset: inout Int) throws -> UInt64 {
+        var reader = FieldReader(bytes, offset: offset)
+        do {
+            let value = try reader.readVarint()
+            offset = reader.offset
+            return value
+        } catch {
+            throw corrupt(at: offset, error.reason)
+        }
+    }
+
+    func tag(at offset: Int) throws -> UInt8 {
+        guard offset < bytes.count else { throw corrupt(at: offset, "truncated: an item is missing") }
+        return bytes[offset]
+    }
+
+    /// The item at `offset`'s payload: `count` bytes after its varint length, which follows the tag.
+    func counted(at offset: Int) throws -> Range<Int> {
+        var position = offset + 1
+        let length = try varint(at: &position)
+        guard length <= UInt64(bytes.count - position) else { throw corrupt(at: offset, "length \(length) runs past the end") }
+        return position..<(position + Int(length))
+    }
+
+    /// The offset just after the item at `offset`.
+    func end(ofItemAt offset: Int) throws -> Int {
+        let tag = try self.tag(at: offset)
+        switch tag {
+        case CodableTag.null, CodableTag.false, CodableTag.true, CodableTag.recordKey: return offset + 1
+        case CodableTag.signed, CodableTag.unsigned:
+            var position = offset + 1
+            _ = try varint(at: &position)
+            return position
+        case CodableTag.double, CodableTag.float:
+            let end = offset + 1 + (tag == CodableTag.double ? 8 : 4)
+            guard end <= bytes.count else { throw corrupt(at: offset, "truncated number") }
+            return end
+        case CodableTag.string, CodableTag.bytes, CodableTag.keyed: return try counted(at: offset).upperBound
+        case CodableTag.unkeyed: return try unkeyed(at: offset).items.upperBound
+        default: throw corrupt(at: offset, "unknown tag \(tag)")
+        }
+    }
+
+    /// An unkeyed container's item count and the bytes of its items.
+    func unkeyed(at offset: Int) throws -> (count: Int, items: Range<Int>) {
+        var position = offset + 1
+        let count = try varint(at: &position)
+        let length = try varint(at: &position)
+        guard length <= UInt64(bytes.count - position), count <= length else {
+            throw corrupt(at: offset, "an unkeyed container of \(count) items in \(length) bytes runs past the end")
+        }
+        return (Int(count), position..<(position + Int(length)))
+    }
+
+    /// Whether name `number` is `name`.
+    func name(_ number: Int, is name: String) -> Bool {
+        let range = names[number]
+        var name = name
+        return name.withUTF8 { utf8 in
+            utf8.count == range.count && utf8.elementsEqual(UnsafeRawBufferPointer(rebasing: bytes[range]))
+        }
+    }
+
+    func nameText(_ number: Int) -> String { String(decoding: UnsafeRawBufferPointer(rebasing: bytes[names[number]]), as: UTF8.self) }
+}
+
+/// The `Decoder` for one item.
+struct BinaryDecoder: Decoder {
+    let session: DecodingSession
+    let offset: Int
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy _: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        try session.checkOpen(codingPath)
+        let tag = try session.tag(at: offset)
+        guard tag == CodableTag.keyed else {
+            throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: codingPath,
+                debugDescription: "expected a keyed container, found \(CodableTag.name(tag))"))
+        }
+        let entries = try KeyedEntries(session: session, range: session.counted(at: offset))
+        return KeyedDecodingContainer(KeyedBinaryDecodingContainer<Key>(decoder: self, entries: entries))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try session.checkOpen(codingPath)
+        let tag = try session.tag(at: offset)
+        guard tag == CodableTag.unkeyed else {
+            throw DecodingError.typeMismatch([Any].self, .init(codingPath: codingPath,
+                debugDescription: "expected an unkeyed container, found \(CodableTag.name(tag))"))
+        }
+        let (count, items) = try session.unkeyed(at: offset)
+        return UnkeyedBinaryDecodingContainer(decoder: self, count: count, items: items)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        try session.checkOpen(codingPath)
+        return SingleValueBinaryDecodingContainer(decoder: self)
+    }
+
+    // MARK: Items
+
+    func mismatch<T>(_: T.Type, at offset: Int, path: [any CodingKey]) throws -> DecodingError {
+        .typeMismatch(T.self, .init(codingPath: path, debugDescription: "expected \(T.self), found \(CodableTag.name(try session.tag(at: offset)))"))
+    }
+
+    func decodeNil(at offset: Int) throws -> Bool { try session.tag(at: offset) == CodableTag.null }
+
+    func decodeBool(at offset: Int, path: [any CodingKey]) throws -> Bool {
+        switch try session.tag(at: offset) {
+        case CodableTag.recordKey: return try recordID(Bool.self, at: offset, path: path)
+        case CodableTag.true: return true
+        case CodableTag.false: return false
+        default: throw try mismatch(Bool.self, at: offset, path: path)
+        }
+    }
+
+    func decodeString(at offset: Int, path: [any CodingKey]) throws -> String {
+        let tag = try session.tag(at: offset)
+        if tag == CodableTag.recordKey { return try recordID(String.self, at: offset, path: path) }
+        guard tag == CodableTag.string else { throw try mismatch(String.self, at: offset, path: path) }
+        let range = try session.counted(at: offset)
+        guard let string = String.strataValidating(UnsafeRawBufferPointer(rebasing: session.bytes[range])) else {
+            throw session.corrupt(at: offset, "string bytes are not UTF-8", path: path)
+        }
+        return string
+    }
+
+    /// An integer of any width from an integer item (or a float that holds one exactly); one that
+    /// does not fit `I` is refused, never truncated.
+    func decodeInteger<I: FixedWidthInteger>(_: I.Type, at offset: Int, path: [any CodingKey]) throws -> I {
+        var position = offset + 1
+        let result: I?
+        switch try session.tag(at: offset) {
+        case CodableTag.signed:
+            let zigzag = try session.varint(at: &position)
+            result = I(exactly: Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1))
+        case CodableTag.unsigned: result = I(exactly: try session.varint(at: &position))
+        case CodableTag.recordKey: return try recordID(I.self, at: offset, path: path)
+        case CodableTag.double, CodableTag.float: result = I(exactly: try decodeFloating(Double.self, at: offset, path: path))
+        default: throw try mismatch(I.self, at: offset, path: path)
+        }
+        guard let result else {
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "the stored number does not fit \(I.self)"))
+        }
+        return result
+    }
+
+    func decodeFloating<F: BinaryFloatingPoint>(_: F.Type, at offset: Int, path: [any CodingKey]) throws -> F {
+        let tag = try session.tag(at: offset)
+        switch tag {
+        case CodableTag.double, CodableTag.float:
+            let width = tag == CodableTag.double ? 8 : 4
+            guard offset + 1 + width <= session.bytes.count else { throw session.corrupt(at: offset, "truncated number", path: path) }
+            var bits: UInt64 = 0
+            for i in 0..<width { bits |= UInt64(session.bytes[offset + 1 + i]) << UInt64(8 * i) }
+            return tag == CodableTag.double ? F(Double(bitPattern: bits)) : F(Float(bitPattern: UInt32(bits)))
+        case CodableTag.recordKey: return try recordID(F.self, at: offset, path: path)
+        case CodableTag.signed: return F(try decodeInteger(Int64.self, at: offset, path: path))
+        case CodableTag.unsigned: return F(try decodeInteger(UInt64.self, at: offset, path: path))
+        default: throw try mismatch(F.self, at: offset, path: path)
+        }
+    }
+
+    /// The record's id, which a reference to the key stands for.
+    func recordID<T>(_: T.Type, at offset: Int, path: [any CodingKey]) throws -> T {
+        guard let id = session.recordID as? T else { throw try mismatch(T.self, at: offset, path: path) }
+        return id
+    }
+
+    /// Decodes any `T` from the item at `offset`: the record's key, Data, or `T`'s own `init(from:)`.
+    func decodeItem<T: Decodable>(_: T.Type, at offset: Int, path: [any CodingKey]) throws -> T {
+        try session.checkOpen(path)
+        let tag = try session.tag(at: offset)
+        if tag == CodableTag.recordKey { return try recordID(T.self, at: offset, path: path) }
+        if T.self == Data.self {
+            guard tag == CodableTag.bytes else { throw try mismatch(T.self, at: offset, path: path) }
+            return Data(UnsafeRawBufferPointer(rebasing: session.bytes[try session.counted(at: offset)])) as! T
+        }
+        return try T(from: BinaryDecoder(session: session, offset: offset, codingPath: path))
+    }
+}
+
+/// A keyed container's entries: each entry's name and item offset, found by a cursor that
+/// expects the order they were written in (the order a type usually reads them).
+final class KeyedEntries {
+    private(set) var names: [Int] = []
+    private(set) var items: [Int] = []
+    private var cursor = 0
+    let session: DecodingSession
+
+    init(session: DecodingSession, range: Range<Int>) throws {
+        self.session = session
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let number = try session.varint(at: &offset)
+            guard number < UInt64(session.names.count) else { throw session.corrupt(at: offset, "name \(number) is not in the table") }
+            names.append(Int(number))
+            items.append(offset)
+            offset = try session.end(ofItemAt: offset)
+        }
+        guard offset == range.upperBound else { throw session.corrupt(at: offset, "an item runs past its container") }
+    }
+
+    /// The item offset of the entry named `key`, or nil.
+    func item(named key: String) -> Int? {
+        let count = names.count
+        for step in 0..<count {
+            let i = (cursor + step) % count
+            if session.name(names[i], is: key) {
+                cursor = i + 1 == count ? 0 : i + 1
+                return items[i]
+            }
+        }
+        return nil
+    }
+}
+
+struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let decoder: BinaryDecoder
+    let entries: KeyedEntries
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    var allKeys: [Key] { entries.names.compactMap { Key(stringValue: decoder.session.nameText($0)) } }
+    func contains(_ key: Key) -> Bool { entries.item(named: key.stringValue) != nil }
+
+    private func item(_ key: Key) throws -> Int {
+        try decoder.session.checkOpen(codingPath)
+        guard let offset = entries.item(named: key.stringValue) else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \"\(key.stringValue)\""))
+        }
+        return offset
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool { try decoder.decodeNil(at: item(key)) }
+    func decode(_: Bool.Type, forKey key: Key) throws -> Bool { try decoder.decodeBool(at: item(key), path: codingPath + [key]) }
+    func decode(_: String.Type, forKey key: Key) throws -> String { try decoder.decodeString(at: item(key), path: codingPath + [key]) }
+    func decode(_: Double.Type, forKey key: Key) throws -> Double { try decoder.decodeFloating(Double.self, at: item(key), path: codingPath + [key]) }
+    func decode(_: Float.Type, forKey key: Key) throws -> Float { try decoder.decodeFloating(Float.self, at: item(key), path: codingPath + [key]) }
+    func decode(_: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
+    func decode(_: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
+    func decode(_: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
+    func decode(_: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
+    func decode(_: Int64.Type, forKey key: Key) throws -> Int64 { try integer(key) }
+    func decode(_: UInt.Type, forKey key: Key) throws -> UInt { try integer(key) }
+    func decode(_: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(key) }
+    func decode(_: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(key) }
+    func decode(_: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
+    func decode(_: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
+    func decode<T: Decodable>(_: T.Type, forKey key: Key) throws -> T { try decoder.decodeItem(T.self, at: item(key), path: codingPath + [key]) }
+
+    private func integer<I: FixedWidthInteger>(_ key: Key) throws -> I {
+        try decoder.decodeInteger(I.self, at: item(key), path: codingPath + [key])
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        try BinaryDecoder(session: decoder.session, offset: item(key), codingPath: codingPath + [key]).container(keyedBy: type)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try BinaryDecoder(session: decoder.session, offset: item(key), codingPath: codingPath + [key]).unkeyedContainer()
+    }
+
+    func superDecoder() throws -> any Decoder {
+        let key = AnyCodingKey("super")
+        guard let offset = entries.item(named: "super") else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \"super\""))
+        }
+        return BinaryDecoder(session: decoder.session, offset: offset, codingPath: codingPath + [key])
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        BinaryDecoder(session: decoder.session, offset: try item(key), codingPath: codingPath + [key])
+    }
+}
+
+struct UnkeyedBinaryDecodingContainer: UnkeyedDecodingContainer {
+    let decoder: BinaryDecoder
+    let count: Int?
+    let items: Range<Int>
+    private(set) var currentIndex = 0
+    private var offset: Int
+    var codingPath: [any CodingKey] { decoder.codingPath }
+    var isAtEnd: Bool { currentIndex >= count! }
+
+    init(decoder: BinaryDecoder, count: Int, items: Range<Int>) {
+        self.decoder = decoder
+        self.count = count
+        self.items = items
+        offset = items.lowerBound
+    }
+
+    /// The next item's offset, moving past it.
+    private mutating func next<T>(_: T.Type) throws -> (offset: Int, path: [any CodingKey]) {
+        try decoder.session.checkOpen(codingPath)
+        let path = codingPath + [AnyCodingKey(index: currentIndex)]
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(T.self, .init(codingPath: path, debugDescription: "the unkeyed container has no more items"))
+        }
+        let start = offset
+        let end = try decoder.session.end(ofItemAt: start)
+        guard end <= items.upperBound else { throw decoder.session.corrupt(at: start, "an item runs past its container", path: path) }
+        offset = end
+        currentIndex += 1
+        return (start, path)
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd, try decoder.decodeNil(at: offset) else { return false }
+        _ = try next(Never.self)
+        return true
+    }
+
+    mutating func decode(_: Bool.Type) throws -> Bool { let (at, path) = try next(Bool.self); return try decoder.decodeBool(at: at, path: path) }
+    mutating func decode(_: String.Type) throws -> String { let (at, path) = try next(String.self); return try decoder.decodeString(at: at, path: path) }
+    mutating func decode(_: Double.Type) throws -> Double { let (at, path) = try next(Double.self); return try decoder.decodeFloating(Double.self, at: at, path: path) }
+    mutating func decode(_: Float.Type) throws -> Float { let (at, path) = try next(Float.self); return try decoder.decodeFloating(Float.self, at: at, path: path) }
+    mutating func decode(_: Int.Type) throws -> Int { try integer() }
+    mutating func decode(_: Int8.Type) throws -> Int8 { try integer() }
+    mutating func decode(_: Int16.Type) throws -> Int16 { try integer() }
+    mutating func decode(_: Int32.Type) throws -> Int32 { try integer() }
+    mutating func decode(_: Int64.Type) throws -> Int64 { try integer() }
+    mutating func decode(_: UInt.Type) throws -> UInt { try integer() }
+    mutating func decode(_: UInt8.Type) throws -> UInt8 { try integer() }
+    mutating func decode(_: UInt16.Type) throws -> UInt16 { try integer() }
+    mutating func decode(_: UInt32.Type) throws -> UInt32 { try integer() }
+    mutating func decode(_: UInt64.Type) throws -> UInt64 { try integer() }
+    mutating func decode<T: Decodable>(_: T.Type) throws -> T { let (at, path) = try next(T.self); return try decoder.decodeItem(T.self, at: at, path: path) }
+
+    private mutating func integer<I: FixedWidthInteger>() throws -> I {
+        let (at, path) = try next(I.self)
+        return try decoder.decodeInteger(I.self, at: at, path: path)
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        let (at, path) = try next([String: Any].self)
+        return try BinaryDecoder(session: decoder.session, offset: at, codingPath: path).container(keyedBy: type)
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let (at, path) = try next([Any].self)
+        return try BinaryDecoder(session: decoder.session, offset: at, codingPath: path).unkeyedContainer()
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        let (at, path) = try next(Any.self)
+        return BinaryDecoder(session: decoder.session, offset: at, codingPath: path)
+    }
+}
+
+struct SingleValueBinaryDecodingContainer: SingleValueDecodingContainer {
+    let decoder: BinaryDecoder
+    var codingPath: [any CodingKey] { decoder.codingPath }
+    private var at: Int { decoder.offset }
+
+    func decodeNil() -> Bool { (try? decoder.decodeNil(at: at)) ?? false }
+    func decode(_: Bool.Type) throws -> Bool { try decoder.decodeBool(at: at, path: codingPath) }
+    func decode(_: String.Type) throws -> String { try decoder.decodeString(at: at, path: codingPath) }
+    func decode(_: Double.Type) throws -> Double { try decoder.decodeFloating(Double.self, at: at, path: codingPath) }
+    func decode(_: Float.Type) throws -> Float { try decoder.decodeFloating(Float.self, at: at, path: codingPath) }
+    func decode(_: Int.Type) throws -> Int { try decoder.decodeInteger(Int.self, at: at, path: codingPath) }
+    func decode(_: Int8.Type) throws -> Int8 { try decoder.decodeInteger(Int8.self, at: at, path: codingPath) }
+    func decode(_: Int16.Type) throws -> Int16 { try decoder.decodeInteger(Int16.self, at: at, path: codingPath) }
+    func decode(_: Int32.Type) throws -> Int32 { try decoder.decodeInteger(Int32.self, at: at, path: codingPath) }
+    func decode(_: Int64.Type) throws -> Int64 { try decoder.decodeInteger(Int64.self, at: at, path: codingPath) }
+    func decode(_: UInt.Type) throws -> UInt { try decoder.decodeInteger(UInt.self, at: at, path: codingPath) }
+    func decode(_: UInt8.Type) throws -> UInt8 { try decoder.decodeInteger(UInt8.self, at: at, path: codingPath) }
+    func decode(_: UInt16.Type) throws -> UInt16 { try decoder.decodeInteger(UInt16.self, at: at, path: codingPath) }
+    func decode(_: UInt32.Type) throws -> UInt32 { try decoder.decodeInteger(UInt32.self, at: at, path: codingPath) }
+    func decode(_: UInt64.Type) throws -> UInt64 { try decoder.decodeInteger(UInt64.self, at: at, path: codingPath) }
+    func decode<T: Decodable>(_: T.Type) throws -> T { try decoder.decodeItem(T.self, at: at, path: codingPath) }
+}
