@@ -20,6 +20,7 @@ run: deps
 	.build/release/strata demo
 	.build/release/strata bench --output bench-results
 	.build/release/strata bench-indexes
+	.build/release/strata bench-codable
 	.build/release/strata bench-observe
 
 test: deps
@@ -33,6 +34,7 @@ test: deps
 	.build/debug/strata-etcd bench --records 300 --operations 20 --members 1 --engines lmdb --output .build/bench-etcd-smoke
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --rounds 2 --output .build/bench-smoke
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
+	.build/debug/strata bench-codable --records 2000 --lookups 200 --engines lmdb memory
 	.build/debug/strata bench-observe --records 2000 --commits 20 --engines lmdb memory
 	.build/debug/strata crash-test --engine all --kills 20
 	$(SHIM_CC) -shared -fPIC -O2 -o .build/powerloss.so Tests/Shims/powerloss.c -ldl -lpthread

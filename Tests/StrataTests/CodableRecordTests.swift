@@ -149,6 +149,29 @@ struct CodableRecordTests {
         #expect(try decoded(Empty.self, try encoded(Empty())) == Empty())
     }
 
+    @Test("properties are found in any order, each once; an absent one is keyNotFound, an optional one nil")
+    func lookupOrder() throws {
+        struct Written: Codable { var a = 1, b = "two", c = 3.5, d: [Int] = [4] }
+        struct ReadBackwards: Decodable, Equatable {
+            var a: Int, b: String, c: Double, d: [Int], e: Int?
+            enum Keys: String, CodingKey { case a, b, c, d, e }
+            init(a: Int, b: String, c: Double, d: [Int], e: Int?) { self.a = a; self.b = b; self.c = c; self.d = d; self.e = e }
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: Keys.self)
+                e = try container.decodeIfPresent(Int.self, forKey: .e)
+                d = try container.decode([Int].self, forKey: .d)
+                b = try container.decode(String.self, forKey: .b)
+                c = try container.decode(Double.self, forKey: .c)
+                a = try container.decode(Int.self, forKey: .a)
+                #expect(try container.decode(Int.self, forKey: .a) == 1, "read twice")
+                #expect(container.allKeys.map(\.rawValue) == ["a", "b", "c", "d"])
+            }
+        }
+        #expect(try decoded(ReadBackwards.self, try encoded(Written())) == ReadBackwards(a: 1, b: "two", c: 3.5, d: [4], e: nil))
+        struct NeedsE: Decodable { var e: Int }
+        #expect(throws: DecodingError.self) { try decoded(NeedsE.self, try encoded(Written())) }
+    }
+
     @Test("numbers are read into any type that holds them exactly, and refused when they do not fit")
     func numbers() throws {
         #expect(try decoded(UInt8.self, try encoded(Int64(200))) == 200)

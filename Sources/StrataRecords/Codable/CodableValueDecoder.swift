@@ -21,34 +21,38 @@ enum CodableValueDecoder {
 /// The bytes of one value being decoded and its names table.
 final class DecodingSession {
     let bytes: UnsafeRawBufferPointer
-    /// Where each name of the table lies in ``bytes``.
-    private(set) var names: [Range<Int>] = []
-    private(set) var rootOffset = 0
+    /// Where each name of the table lies in ``bytes``. Names are compared as bytes with the
+    /// keys a type asks for, so a name that is not UTF-8 is merely never found.
+    let names: [Range<Int>]
+    let rootOffset: Int
     let recordID: Any?
-    var isOpen = true
+    // One decode, on one thread: no exclusivity checks (they were a tenth of a decode).
+    @exclusivity(unchecked) var isOpen = true
 
     init(bytes: UnsafeRawBufferPointer, recordID: Any?) throws {
         self.bytes = bytes
         self.recordID = recordID
         var offset = 0
-        let count = try varint(at: &offset)
+        let count = try Self.varint(in: bytes, at: &offset)
         // Each name takes a byte at least: a larger count is a lie, not an allocation to make.
-        guard count <= UInt64(bytes.count) else { throw corrupt(at: 0, "\(count) names in \(bytes.count) bytes") }
+        guard count <= UInt64(bytes.count) else { throw Self.corrupt(at: 0, "\(count) names in \(bytes.count) bytes") }
+        var names: [Range<Int>] = []
         names.reserveCapacity(Int(count))
         for _ in 0..<count {
-            let length = try varint(at: &offset)
-            guard length <= UInt64(bytes.count - offset) else { throw corrupt(at: offset, "a name runs past the end") }
-            let range = offset..<(offset + Int(length))
-            guard String.strataValidating(UnsafeRawBufferPointer(rebasing: bytes[range])) != nil else {
-                throw corrupt(at: offset, "a name is not UTF-8")
-            }
-            names.append(range)
-            offset = range.upperBound
+            let length = try Self.varint(in: bytes, at: &offset)
+            guard length <= UInt64(bytes.count - offset) else { throw Self.corrupt(at: offset, "a name runs past the end") }
+            names.append(offset..<(offset + Int(length)))
+            offset += Int(length)
         }
+        self.names = names
         rootOffset = offset
     }
 
     func corrupt(at offset: Int, _ detail: String, path: [any CodingKey] = []) -> DecodingError {
+        Self.corrupt(at: offset, detail, path: path)
+    }
+
+    static func corrupt(at offset: Int, _ detail: String, path: [any CodingKey] = []) -> DecodingError {
         .dataCorrupted(.init(codingPath: path, debugDescription: "\(detail) (byte \(offset))"))
     }
 
@@ -58,14 +62,16 @@ final class DecodingSession {
         }
     }
 
-    func varint(at offset: inout Int) throws -> UInt64 {
+    func varint(at offset: inout Int) throws -> UInt64 { try Self.varint(in: bytes, at: &offset) }
+
+    static func varint(in bytes: UnsafeRawBufferPointer, at offset: inout Int) throws -> UInt64 {
         var reader = FieldReader(bytes, offset: offset)
         do {
             let value = try reader.readVarint()
             offset = reader.offset
             return value
         } catch {
-            throw corrupt(at: offset, error.reason)
+            throw Self.corrupt(at: offset, error.reason)
         }
     }
 
@@ -138,7 +144,7 @@ struct BinaryDecoder: Decoder {
             throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: codingPath,
                 debugDescription: "expected a keyed container, found \(CodableTag.name(tag))"))
         }
-        let entries = try KeyedEntries(session: session, range: session.counted(at: offset))
+        let entries = KeyedEntries(session: session, range: try session.counted(at: offset))
         return KeyedDecodingContainer(KeyedBinaryDecodingContainer<Key>(decoder: self, entries: entries))
     }
 
@@ -159,6 +165,8 @@ struct BinaryDecoder: Decoder {
     }
 
     // MARK: Items
+    // Each takes the item's path as an autoclosure: built only for an error or a nested decoder
+    // (building it for every property was a tenth of a decode).
 
     func mismatch<T>(_: T.Type, at offset: Int, path: [any CodingKey]) throws -> DecodingError {
         .typeMismatch(T.self, .init(codingPath: path, debugDescription: "expected \(T.self), found \(CodableTag.name(try session.tag(at: offset)))"))
@@ -166,29 +174,29 @@ struct BinaryDecoder: Decoder {
 
     func decodeNil(at offset: Int) throws -> Bool { try session.tag(at: offset) == CodableTag.null }
 
-    func decodeBool(at offset: Int, path: [any CodingKey]) throws -> Bool {
+    func decodeBool(at offset: Int, path: @autoclosure () -> [any CodingKey]) throws -> Bool {
         switch try session.tag(at: offset) {
-        case CodableTag.recordKey: return try recordID(Bool.self, at: offset, path: path)
         case CodableTag.true: return true
         case CodableTag.false: return false
-        default: throw try mismatch(Bool.self, at: offset, path: path)
+        case CodableTag.recordKey: return try recordID(Bool.self, at: offset, path: path())
+        default: throw try mismatch(Bool.self, at: offset, path: path())
         }
     }
 
-    func decodeString(at offset: Int, path: [any CodingKey]) throws -> String {
+    func decodeString(at offset: Int, path: @autoclosure () -> [any CodingKey]) throws -> String {
         let tag = try session.tag(at: offset)
-        if tag == CodableTag.recordKey { return try recordID(String.self, at: offset, path: path) }
-        guard tag == CodableTag.string else { throw try mismatch(String.self, at: offset, path: path) }
+        if tag == CodableTag.recordKey { return try recordID(String.self, at: offset, path: path()) }
+        guard tag == CodableTag.string else { throw try mismatch(String.self, at: offset, path: path()) }
         let range = try session.counted(at: offset)
         guard let string = String.strataValidating(UnsafeRawBufferPointer(rebasing: session.bytes[range])) else {
-            throw session.corrupt(at: offset, "string bytes are not UTF-8", path: path)
+            throw session.corrupt(at: offset, "string bytes are not UTF-8", path: path())
         }
         return string
     }
 
     /// An integer of any width from an integer item (or a float that holds one exactly); one that
     /// does not fit `I` is refused, never truncated.
-    func decodeInteger<I: FixedWidthInteger>(_: I.Type, at offset: Int, path: [any CodingKey]) throws -> I {
+    func decodeInteger<I: FixedWidthInteger>(_: I.Type, at offset: Int, path: @autoclosure () -> [any CodingKey]) throws -> I {
         var position = offset + 1
         let result: I?
         switch try session.tag(at: offset) {
@@ -196,29 +204,29 @@ struct BinaryDecoder: Decoder {
             let zigzag = try session.varint(at: &position)
             result = I(exactly: Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1))
         case CodableTag.unsigned: result = I(exactly: try session.varint(at: &position))
-        case CodableTag.recordKey: return try recordID(I.self, at: offset, path: path)
-        case CodableTag.double, CodableTag.float: result = I(exactly: try decodeFloating(Double.self, at: offset, path: path))
-        default: throw try mismatch(I.self, at: offset, path: path)
+        case CodableTag.recordKey: return try recordID(I.self, at: offset, path: path())
+        case CodableTag.double, CodableTag.float: result = I(exactly: try decodeFloating(Double.self, at: offset, path: path()))
+        default: throw try mismatch(I.self, at: offset, path: path())
         }
         guard let result else {
-            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "the stored number does not fit \(I.self)"))
+            throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: "the stored number does not fit \(I.self)"))
         }
         return result
     }
 
-    func decodeFloating<F: BinaryFloatingPoint>(_: F.Type, at offset: Int, path: [any CodingKey]) throws -> F {
+    func decodeFloating<F: BinaryFloatingPoint>(_: F.Type, at offset: Int, path: @autoclosure () -> [any CodingKey]) throws -> F {
         let tag = try session.tag(at: offset)
         switch tag {
         case CodableTag.double, CodableTag.float:
             let width = tag == CodableTag.double ? 8 : 4
-            guard offset + 1 + width <= session.bytes.count else { throw session.corrupt(at: offset, "truncated number", path: path) }
+            guard offset + 1 + width <= session.bytes.count else { throw session.corrupt(at: offset, "truncated number", path: path()) }
             var bits: UInt64 = 0
             for i in 0..<width { bits |= UInt64(session.bytes[offset + 1 + i]) << UInt64(8 * i) }
             return tag == CodableTag.double ? F(Double(bitPattern: bits)) : F(Float(bitPattern: UInt32(bits)))
-        case CodableTag.recordKey: return try recordID(F.self, at: offset, path: path)
-        case CodableTag.signed: return F(try decodeInteger(Int64.self, at: offset, path: path))
-        case CodableTag.unsigned: return F(try decodeInteger(UInt64.self, at: offset, path: path))
-        default: throw try mismatch(F.self, at: offset, path: path)
+        case CodableTag.recordKey: return try recordID(F.self, at: offset, path: path())
+        case CodableTag.signed: return F(try decodeInteger(Int64.self, at: offset, path: path()))
+        case CodableTag.unsigned: return F(try decodeInteger(UInt64.self, at: offset, path: path()))
+        default: throw try mismatch(F.self, at: offset, path: path())
         }
     }
 
@@ -228,51 +236,79 @@ struct BinaryDecoder: Decoder {
         return id
     }
 
-    /// Decodes any `T` from the item at `offset`: the record's key, Data, or `T`'s own `init(from:)`.
-    func decodeItem<T: Decodable>(_: T.Type, at offset: Int, path: [any CodingKey]) throws -> T {
-        try session.checkOpen(path)
+    /// Decodes any `T` from the item at `offset`: the record's key, the standard scalars and Data
+    /// directly, anything else through `T`'s own `init(from:)`. (An `[String]` asks its unkeyed
+    /// container for each element as a generic `T`: through `init(from:)` each cost a decoder.)
+    func decodeItem<T: Decodable>(_: T.Type, at offset: Int, path: @autoclosure () -> [any CodingKey]) throws -> T {
+        try session.checkOpen(codingPath)
         let tag = try session.tag(at: offset)
-        if tag == CodableTag.recordKey { return try recordID(T.self, at: offset, path: path) }
+        if tag == CodableTag.recordKey { return try recordID(T.self, at: offset, path: path()) }
+        if T.self == String.self { return try decodeString(at: offset, path: path()) as! T }
+        if T.self == Int.self { return try decodeInteger(Int.self, at: offset, path: path()) as! T }
+        if T.self == Double.self { return try decodeFloating(Double.self, at: offset, path: path()) as! T }
+        if T.self == Bool.self { return try decodeBool(at: offset, path: path()) as! T }
         if T.self == Data.self {
-            guard tag == CodableTag.bytes else { throw try mismatch(T.self, at: offset, path: path) }
+            guard tag == CodableTag.bytes else { throw try mismatch(T.self, at: offset, path: path()) }
             return Data(UnsafeRawBufferPointer(rebasing: session.bytes[try session.counted(at: offset)])) as! T
         }
-        return try T(from: BinaryDecoder(session: session, offset: offset, codingPath: path))
+        return try T(from: BinaryDecoder(session: session, offset: offset, codingPath: path()))
     }
 }
 
-/// A keyed container's entries: each entry's name and item offset, found by a cursor that
-/// expects the order they were written in (the order a type usually reads them).
+/// A keyed container's entries, read in place: a cursor walks them in the order they were
+/// written (the order a type usually reads them), so a property is found without a table; one
+/// read out of order walks around from the start.
 final class KeyedEntries {
-    private(set) var names: [Int] = []
-    private(set) var items: [Int] = []
-    private var cursor = 0
     let session: DecodingSession
+    let range: Range<Int>
+    /// The next entry to look at.
+    @exclusivity(unchecked) private var cursor: Int
 
-    init(session: DecodingSession, range: Range<Int>) throws {
+    init(session: DecodingSession, range: Range<Int>) {
         self.session = session
+        self.range = range
+        cursor = range.lowerBound
+    }
+
+    /// The item offset of the entry named `key`, or nil when there is none.
+    func item(named key: String) throws -> Int? {
+        var key = key
+        return try key.withUTF8 { key in
+            var offset = cursor
+            var wrapped = false
+            while true {
+                if offset >= range.upperBound {
+                    // Past the last entry: from the first, once, up to where this search began.
+                    if wrapped || cursor == range.lowerBound { return nil }
+                    wrapped = true
+                    offset = range.lowerBound
+                }
+                if wrapped && offset >= cursor { return nil }
+                let number = try session.varint(at: &offset)
+                guard number < UInt64(session.names.count) else { throw session.corrupt(at: offset, "name \(number) is not in the table") }
+                let item = offset
+                offset = try session.end(ofItemAt: item)
+                guard offset <= range.upperBound else { throw session.corrupt(at: item, "an item runs past its container") }
+                let name = session.names[Int(number)]
+                if name.count == key.count && key.elementsEqual(UnsafeRawBufferPointer(rebasing: session.bytes[name])) {
+                    cursor = offset
+                    return item
+                }
+            }
+        }
+    }
+
+    /// The names of every entry, in order.
+    func names() throws -> [Int] {
         var offset = range.lowerBound
+        var numbers: [Int] = []
         while offset < range.upperBound {
             let number = try session.varint(at: &offset)
             guard number < UInt64(session.names.count) else { throw session.corrupt(at: offset, "name \(number) is not in the table") }
-            names.append(Int(number))
-            items.append(offset)
+            numbers.append(Int(number))
             offset = try session.end(ofItemAt: offset)
         }
-        guard offset == range.upperBound else { throw session.corrupt(at: offset, "an item runs past its container") }
-    }
-
-    /// The item offset of the entry named `key`, or nil.
-    func item(named key: String) -> Int? {
-        let count = names.count
-        for step in 0..<count {
-            let i = (cursor + step) % count
-            if session.name(names[i], is: key) {
-                cursor = i + 1 == count ? 0 : i + 1
-                return items[i]
-            }
-        }
-        return nil
+        return numbers
     }
 }
 
@@ -281,12 +317,12 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     let entries: KeyedEntries
     var codingPath: [any CodingKey] { decoder.codingPath }
 
-    var allKeys: [Key] { entries.names.compactMap { Key(stringValue: decoder.session.nameText($0)) } }
-    func contains(_ key: Key) -> Bool { entries.item(named: key.stringValue) != nil }
+    var allKeys: [Key] { ((try? entries.names()) ?? []).compactMap { Key(stringValue: decoder.session.nameText($0)) } }
+    func contains(_ key: Key) -> Bool { ((try? entries.item(named: key.stringValue)) ?? nil) != nil }
 
     private func item(_ key: Key) throws -> Int {
         try decoder.session.checkOpen(codingPath)
-        guard let offset = entries.item(named: key.stringValue) else {
+        guard let offset = try entries.item(named: key.stringValue) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \"\(key.stringValue)\""))
         }
         return offset
@@ -323,7 +359,7 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
 
     func superDecoder() throws -> any Decoder {
         let key = AnyCodingKey("super")
-        guard let offset = entries.item(named: "super") else {
+        guard let offset = try entries.item(named: "super") else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \"super\""))
         }
         return BinaryDecoder(session: decoder.session, offset: offset, codingPath: codingPath + [key])
@@ -337,7 +373,7 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
 struct UnkeyedBinaryDecodingContainer: UnkeyedDecodingContainer {
     let decoder: BinaryDecoder
     let count: Int?
-    let items: Range<Int>
+    let end: Int
     private(set) var currentIndex = 0
     private var offset: Int
     var codingPath: [any CodingKey] { decoder.codingPath }
@@ -346,23 +382,24 @@ struct UnkeyedBinaryDecodingContainer: UnkeyedDecodingContainer {
     init(decoder: BinaryDecoder, count: Int, items: Range<Int>) {
         self.decoder = decoder
         self.count = count
-        self.items = items
+        end = items.upperBound
         offset = items.lowerBound
     }
 
+    private func path(_ index: Int) -> [any CodingKey] { codingPath + [AnyCodingKey(index: index)] }
+
     /// The next item's offset, moving past it.
-    private mutating func next<T>(_: T.Type) throws -> (offset: Int, path: [any CodingKey]) {
+    private mutating func next<T>(_: T.Type) throws -> Int {
         try decoder.session.checkOpen(codingPath)
-        let path = codingPath + [AnyCodingKey(index: currentIndex)]
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(T.self, .init(codingPath: path, debugDescription: "the unkeyed container has no more items"))
+            throw DecodingError.valueNotFound(T.self, .init(codingPath: path(currentIndex), debugDescription: "the unkeyed container has no more items"))
         }
         let start = offset
-        let end = try decoder.session.end(ofItemAt: start)
-        guard end <= items.upperBound else { throw decoder.session.corrupt(at: start, "an item runs past its container", path: path) }
-        offset = end
+        let next = try decoder.session.end(ofItemAt: start)
+        guard next <= end else { throw decoder.session.corrupt(at: start, "an item runs past its container", path: path(currentIndex)) }
+        offset = next
         currentIndex += 1
-        return (start, path)
+        return start
     }
 
     mutating func decodeNil() throws -> Bool {
@@ -371,10 +408,10 @@ struct UnkeyedBinaryDecodingContainer: UnkeyedDecodingContainer {
         return true
     }
 
-    mutating func decode(_: Bool.Type) throws -> Bool { let (at, path) = try next(Bool.self); return try decoder.decodeBool(at: at, path: path) }
-    mutating func decode(_: String.Type) throws -> String { let (at, path) = try next(String.self); return try decoder.decodeString(at: at, path: path) }
-    mutating func decode(_: Double.Type) throws -> Double { let (at, path) = try next(Double.self); return try decoder.decodeFloating(Double.self, at: at, path: path) }
-    mutating func decode(_: Float.Type) throws -> Float { let (at, path) = try next(Float.self); return try decoder.decodeFloating(Float.self, at: at, path: path) }
+    mutating func decode(_: Bool.Type) throws -> Bool { try decoder.decodeBool(at: next(Bool.self), path: path(currentIndex - 1)) }
+    mutating func decode(_: String.Type) throws -> String { try decoder.decodeString(at: next(String.self), path: path(currentIndex - 1)) }
+    mutating func decode(_: Double.Type) throws -> Double { try decoder.decodeFloating(Double.self, at: next(Double.self), path: path(currentIndex - 1)) }
+    mutating func decode(_: Float.Type) throws -> Float { try decoder.decodeFloating(Float.self, at: next(Float.self), path: path(currentIndex - 1)) }
     mutating func decode(_: Int.Type) throws -> Int { try integer() }
     mutating func decode(_: Int8.Type) throws -> Int8 { try integer() }
     mutating func decode(_: Int16.Type) throws -> Int16 { try integer() }
@@ -385,26 +422,25 @@ struct UnkeyedBinaryDecodingContainer: UnkeyedDecodingContainer {
     mutating func decode(_: UInt16.Type) throws -> UInt16 { try integer() }
     mutating func decode(_: UInt32.Type) throws -> UInt32 { try integer() }
     mutating func decode(_: UInt64.Type) throws -> UInt64 { try integer() }
-    mutating func decode<T: Decodable>(_: T.Type) throws -> T { let (at, path) = try next(T.self); return try decoder.decodeItem(T.self, at: at, path: path) }
+    mutating func decode<T: Decodable>(_: T.Type) throws -> T { try decoder.decodeItem(T.self, at: next(T.self), path: path(currentIndex - 1)) }
 
     private mutating func integer<I: FixedWidthInteger>() throws -> I {
-        let (at, path) = try next(I.self)
-        return try decoder.decodeInteger(I.self, at: at, path: path)
+        try decoder.decodeInteger(I.self, at: next(I.self), path: path(currentIndex - 1))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-        let (at, path) = try next([String: Any].self)
-        return try BinaryDecoder(session: decoder.session, offset: at, codingPath: path).container(keyedBy: type)
+        let at = try next([String: Any].self)
+        return try BinaryDecoder(session: decoder.session, offset: at, codingPath: path(currentIndex - 1)).container(keyedBy: type)
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        let (at, path) = try next([Any].self)
-        return try BinaryDecoder(session: decoder.session, offset: at, codingPath: path).unkeyedContainer()
+        let at = try next([Any].self)
+        return try BinaryDecoder(session: decoder.session, offset: at, codingPath: path(currentIndex - 1)).unkeyedContainer()
     }
 
     mutating func superDecoder() throws -> any Decoder {
-        let (at, path) = try next(Any.self)
-        return BinaryDecoder(session: decoder.session, offset: at, codingPath: path)
+        let at = try next(Any.self)
+        return BinaryDecoder(session: decoder.session, offset: at, codingPath: path(currentIndex - 1))
     }
 }
 
@@ -418,15 +454,17 @@ struct SingleValueBinaryDecodingContainer: SingleValueDecodingContainer {
     func decode(_: String.Type) throws -> String { try decoder.decodeString(at: at, path: codingPath) }
     func decode(_: Double.Type) throws -> Double { try decoder.decodeFloating(Double.self, at: at, path: codingPath) }
     func decode(_: Float.Type) throws -> Float { try decoder.decodeFloating(Float.self, at: at, path: codingPath) }
-    func decode(_: Int.Type) throws -> Int { try decoder.decodeInteger(Int.self, at: at, path: codingPath) }
-    func decode(_: Int8.Type) throws -> Int8 { try decoder.decodeInteger(Int8.self, at: at, path: codingPath) }
-    func decode(_: Int16.Type) throws -> Int16 { try decoder.decodeInteger(Int16.self, at: at, path: codingPath) }
-    func decode(_: Int32.Type) throws -> Int32 { try decoder.decodeInteger(Int32.self, at: at, path: codingPath) }
-    func decode(_: Int64.Type) throws -> Int64 { try decoder.decodeInteger(Int64.self, at: at, path: codingPath) }
-    func decode(_: UInt.Type) throws -> UInt { try decoder.decodeInteger(UInt.self, at: at, path: codingPath) }
-    func decode(_: UInt8.Type) throws -> UInt8 { try decoder.decodeInteger(UInt8.self, at: at, path: codingPath) }
-    func decode(_: UInt16.Type) throws -> UInt16 { try decoder.decodeInteger(UInt16.self, at: at, path: codingPath) }
-    func decode(_: UInt32.Type) throws -> UInt32 { try decoder.decodeInteger(UInt32.self, at: at, path: codingPath) }
-    func decode(_: UInt64.Type) throws -> UInt64 { try decoder.decodeInteger(UInt64.self, at: at, path: codingPath) }
+    func decode(_: Int.Type) throws -> Int { try integer() }
+    func decode(_: Int8.Type) throws -> Int8 { try integer() }
+    func decode(_: Int16.Type) throws -> Int16 { try integer() }
+    func decode(_: Int32.Type) throws -> Int32 { try integer() }
+    func decode(_: Int64.Type) throws -> Int64 { try integer() }
+    func decode(_: UInt.Type) throws -> UInt { try integer() }
+    func decode(_: UInt8.Type) throws -> UInt8 { try integer() }
+    func decode(_: UInt16.Type) throws -> UInt16 { try integer() }
+    func decode(_: UInt32.Type) throws -> UInt32 { try integer() }
+    func decode(_: UInt64.Type) throws -> UInt64 { try integer() }
     func decode<T: Decodable>(_: T.Type) throws -> T { try decoder.decodeItem(T.self, at: at, path: codingPath) }
+
+    private func integer<I: FixedWidthInteger>() throws -> I { try decoder.decodeInteger(I.self, at: at, path: codingPath) }
 }

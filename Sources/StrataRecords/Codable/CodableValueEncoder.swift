@@ -66,18 +66,22 @@ enum CodableValueEncoder {
 }
 
 /// The names a value's coding keys use, each numbered once.
+// The classes below belong to one encode, on one thread: their fields skip exclusivity checks.
 final class EncodingSession {
-    private(set) var names: [String] = []
+    @exclusivity(unchecked) private(set) var names: [String] = []
     /// Filled once there are more names than a linear search should walk.
-    private var numbers: [String: Int] = [:]
+    @exclusivity(unchecked) private var numbers: [String: Int] = [:]
     let isRecordID: ((Any) -> Bool)?
 
     init(isRecordID: ((Any) -> Bool)?) { self.isRecordID = isRecordID }
 
-    /// The number of `name` in the table, added on first use.
+    /// The number of `name` in the table, added on first use. Compared by UTF-8 length first:
+    /// most names of a type differ in it, and `String ==` of two different names is slow.
     func number(of name: String) -> Int {
         if numbers.isEmpty {
-            for i in names.indices where names[i] == name { return i }
+            let length = name.utf8.count
+            for i in names.indices where names[i].utf8.count == length && names[i] == name { return i }
+            if names.isEmpty { names.reserveCapacity(8) }
             names.append(name)
             if names.count == 16 { for (i, name) in names.enumerated() { numbers[name] = i } }
             return names.count - 1
@@ -97,7 +101,7 @@ final class EncodingNode {
         case keyed(ContainerBytes)
         case unkeyed(ContainerBytes)
     }
-    var content = Content.empty
+    @exclusivity(unchecked) var content = Content.empty
 
     /// Appends the item. A value that wrote nothing is an empty keyed container, as JSON's `{}`.
     func write(to out: inout [UInt8]) {
@@ -113,11 +117,13 @@ final class EncodingNode {
 /// A container's entries as written so far, with the nested containers still open (each written
 /// at its offset when the container is).
 final class ContainerBytes {
-    var bytes: [UInt8] = []
-    var count = 0
-    var nested: [(offset: Int, node: EncodingNode)] = []
+    @exclusivity(unchecked) var bytes: [UInt8] = []
+    @exclusivity(unchecked) var count = 0
+    @exclusivity(unchecked) var nested: [(offset: Int, node: EncodingNode)] = []
 
     /// An entry whose item is written later, through `node`.
+    init() { bytes.reserveCapacity(64) }
+
     func openNested() -> EncodingNode {
         let node = EncodingNode()
         nested.append((bytes.count, node))
@@ -222,15 +228,21 @@ struct BinaryEncoder: Encoder {
 
     func singleValueContainer() -> any SingleValueEncodingContainer { SingleValueBinaryEncodingContainer(encoder: self) }
 
-    /// Appends `value` as one item: Data as bytes, anything else through its own `encode(to:)`.
-    func appendItem<T: Encodable>(_ value: T, at path: [any CodingKey], to bytes: inout [UInt8]) throws {
-        if let data = value as? Data {
+    /// Appends `value` as one item: the standard scalars and Data directly, anything else through
+    /// its own `encode(to:)` (an `[String]` hands each element to its container as a generic `T`:
+    /// through `encode(to:)` each cost an encoder). The path is built only for a nested encoder.
+    func appendItem<T: Encodable>(_ value: T, at path: @autoclosure () -> [any CodingKey], to bytes: inout [UInt8]) throws {
+        if T.self == String.self { return bytes.appendString(value as! String) }
+        if T.self == Int.self { return bytes.appendSigned(Int64(value as! Int)) }
+        if T.self == Double.self { return bytes.appendDouble(value as! Double) }
+        if T.self == Bool.self { return bytes.appendBool(value as! Bool) }
+        if T.self == Data.self {
             bytes.append(CodableTag.bytes)
-            bytes.appendCounted(data)
+            bytes.appendCounted(value as! Data)
             return
         }
         let node = EncodingNode()
-        try value.encode(to: BinaryEncoder(session: session, node: node, codingPath: path, isTopLevel: false))
+        try value.encode(to: BinaryEncoder(session: session, node: node, codingPath: path(), isTopLevel: false))
         node.write(to: &bytes)
     }
 }
@@ -322,9 +334,9 @@ struct UnkeyedBinaryEncodingContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) { entry(); container.bytes.appendUnsigned(value) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        let path = codingPath + [AnyCodingKey(index: container.count)]
+        let index = container.count
         entry()
-        try encoder.appendItem(value, at: path, to: &container.bytes)
+        try encoder.appendItem(value, at: codingPath + [AnyCodingKey(index: index)], to: &container.bytes)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
