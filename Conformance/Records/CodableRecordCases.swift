@@ -62,11 +62,25 @@ struct CodableTicket: CodableRecord, Equatable, Sendable {
     static var valueFormat: CodableValueFormat { .propertyList }
 }
 
+/// A Codable record with typed key-path indexes of each kind, for the differential case.
+struct CodableMember: CodableRecord, Equatable, Sendable {
+    var id: Int
+    var email: String
+    var city: String
+    var tags: [String]
+    var score: Double?
+
+    static let city = FieldIndex("city", \CodableMember.city)
+    static let email = UniqueIndex("email", \CodableMember.email, covering: true)
+    static let tag = EachIndex("tag", \CodableMember.tags)
+    static let indexes = [city.index, email.index, tag.index]
+}
+
 /// Plain `Codable` records (``CodableRecord``): every shape of value round-trips in every value
 /// format, and the typed queries by `id` find what the key order says.
 enum CodableRecordCases {
-    static let all: [ConformanceCase] = [
-        ConformanceCase("codable", "a Codable record of every shape round-trips; fetch, exists, select, count, query and delete by a typed id") { ctx in
+    static let all: [ConformanceCase] = differential + [
+        ConformanceCase("codable", "a Codable record of every shape round-trips; fetch, exists, select, count, query, replace, remove and delete by a typed id") { ctx in
             let store = try ctx.recordStore()
             let books = (0..<120).map { CodableBook.make($0) }
             var shuffled = books
@@ -90,7 +104,10 @@ enum CodableRecordCases {
             }
             let replaced = CodableBook.make(5, seed: 1)
             try store.withTransaction { tx in
-                try tx.insert(replaced)
+                try expectEqual(try tx.replace(replaced), books[5], "replace returns the record it replaced")
+                try expectEqual(try tx.replace(CodableBook.make(500)), nil, "replace on a free key returns nil")
+                try expectEqual(try CodableBook.remove(in: tx, id: 500), CodableBook.make(500), "remove returns the record")
+                try expectEqual(try CodableBook.remove(in: tx, id: 500), nil, "remove of an absent id returns nil")
                 try expectTrue(try CodableBook.delete(in: tx, id: 3), "delete(id: 3)")
                 try expectTrue(try !CodableBook.delete(in: tx, id: 3), "delete(id: 3) again")
             }
@@ -121,6 +138,66 @@ enum CodableRecordCases {
                 let byKey = tickets.sorted { KeyCodec.encode($0.id).lexicographicallyPrecedes(KeyCodec.encode($1.id)) }
                 try expectSameList(try CodableTicket.select(in: tx), byKey, "tickets in key order")
                 try expectEqual(try CodableTicket.fetch(in: tx, id: tickets[9].id), tickets[9], "a ticket by its UUID")
+            }
+        },
+    ]
+
+    static let differential: [ConformanceCase] = [
+        ConformanceCase("codable", "random logs of replace, remove, insert, delete and aborted transactions keep key-path indexes equal to a model; replace and remove return the model's record") { ctx in
+            let store = try ctx.recordStore()
+            var model: [Int: CodableMember] = [:]
+            // Values the key encoding escapes (00, 01) and empty ones, as the index cases use.
+            let cities = ["A", "A\0", "A\0B", "", "\0"], tags = ["x", "x\0", "", "\u{1}"]
+            try randomLog(store, seed: 0xC0DA_B1E5, steps: 40, model: &model) { tx, working, random, step in
+                let id = Int.random(in: 0..<30, using: &random)
+                let operation = Int.random(in: 0..<10, using: &random)
+                switch operation {
+                case 0..<6:
+                    let m = CodableMember(id: id, email: "e\(Int.random(in: 0..<40, using: &random))", city: cities.randomElement(using: &random)!,
+                                          tags: (0..<Int.random(in: 0..<3, using: &random)).map { _ in tags.randomElement(using: &random)! },
+                                          score: Bool.random(using: &random) ? nil : Double(Int.random(in: -5...5, using: &random)) / 2)
+                    let clash = working.values.contains { $0.id != id && $0.email == m.email }
+                    do {
+                        if operation < 3 {
+                            try expectEqual(try tx.replace(m), working[id], "step \(step): replace \(id) returns the old record")
+                        } else {
+                            try tx.insert(m)
+                        }
+                        try expectTrue(!clash, "step \(step): a clashing write of \(id) was accepted")
+                        working[id] = m
+                    } catch RecordError.uniqueViolation {
+                        try expectTrue(clash, "step \(step): a unique violation for \(id) with no clash")
+                    }
+                case 6..<8:
+                    try expectEqual(try CodableMember.remove(in: tx, id: id), working[id], "step \(step): remove \(id)")
+                    working[id] = nil
+                default:
+                    try expectEqual(try CodableMember.delete(in: tx, id: id), working[id] != nil, "step \(step): delete \(id)")
+                    working[id] = nil
+                }
+            } check: { model, step in
+                let results = try store.withReadTransaction { tx in try tx.verifyIndexes(CodableMember.self) }
+                for result in results {
+                    try expectTrue(result.isExact, "step \(step): index \(result.index): \(result.missingCount) missing, \(result.staleCount) stale")
+                }
+                try store.withReadTransaction { tx in
+                    let members = model.values.sorted { $0.id < $1.id }
+                    try expectSameList(try CodableMember.select(in: tx), members, "step \(step): every record")
+                    for city in cities {
+                        try expectSameList(try CodableMember.city.select(in: tx, city), members.filter { $0.city == city }, "step \(step): city \(city.debugDescription)")
+                        try expectEqual(try CodableMember.city.count(in: tx, city), members.filter { $0.city == city }.count, "step \(step): count city")
+                    }
+                    for tag in tags {
+                        try expectSameList(try CodableMember.tag.select(in: tx, tag), members.filter { $0.tags.contains(tag) },
+                                           "step \(step): tag \(tag.debugDescription)")
+                    }
+                    for member in members {
+                        try expectEqual(try CodableMember.email.fetch(in: tx, member.email), member, "step \(step): fetch \(member.email)")
+                    }
+                    let emails = members.map(\.email).sorted()
+                    try expectSameList(try CodableMember.email.select(in: tx, .range("e1"..<"e3")).map(\.email), emails.filter { $0 >= "e1" && $0 < "e3" },
+                                       "step \(step): emails e1..<e3")
+                }
             }
         },
     ]

@@ -289,46 +289,35 @@ enum IndexCases {
         },
         ConformanceCase("index", "random logs of writes and aborted transactions keep every index equal to a model") { ctx in
             let store = try ctx.recordStore()
-            var random = SeededRandom(seed: 0x1D_E5)
             var model: [Int: M] = [:]
             // Values that end in or hold the bytes the key encoding escapes (00, 01), and empty
             // ones: an equality must not return the values that extend the one it asks for.
             let cities = ["A", "A\0", "A\0B", "", "\0", "A\u{1}"], tags = ["x", "x\0", "", "\0", "x\u{1}"]
-            for step in 0..<40 {
-                struct Abort: Error {}
-                let abort = Int.random(in: 0..<6, using: &random) == 0
-                var working = model
-                do {
-                    try store.withTransaction { tx in
-                        for _ in 0..<Int.random(in: 1...6, using: &random) {
-                            let id = Int.random(in: 0..<40, using: &random)
-                            switch Int.random(in: 0..<10, using: &random) {
-                            case 0..<6:
-                                let m = M(id: id, email: "e\(Int.random(in: 0..<60, using: &random))" + ["", "\0", "\0\0"].randomElement(using: &random)!,
-                                          nickname: Bool.random(using: &random) ? nil : "n\(Int.random(in: 0..<60, using: &random))",
-                                          city: cities.randomElement(using: &random)!, age: Int.random(in: 0..<5, using: &random),
-                                          tags: (0..<Int.random(in: 0..<3, using: &random)).map { _ in tags.randomElement(using: &random)! })
-                                let clash = working.values.contains { $0.id != id && ($0.email == m.email || (m.nickname != nil && $0.nickname == m.nickname)) }
-                                do {
-                                    try tx.insert(m)
-                                    try expectTrue(!clash, "step \(step): a clashing insert of \(id) was accepted")
-                                    working[id] = m
-                                } catch RecordError.uniqueViolation {
-                                    try expectTrue(clash, "step \(step): a unique violation for \(id) with no clash")
-                                }
-                            case 6..<8:
-                                try expectEqual(try tx.delete(M.self, key: M.key(id)), working[id] != nil, "step \(step): delete \(id)")
-                                working[id] = nil
-                            default:
-                                let removed = try tx.delete(M.self, .all.then(Comparison.range(id..<(id + 6))))
-                                try expectEqual(removed, working.keys.filter { (id..<(id + 6)).contains($0) }.count, "step \(step): range delete")
-                                for gone in id..<(id + 6) { working[gone] = nil }
-                            }
-                        }
-                        if abort { throw Abort() }
+            try randomLog(store, seed: 0x1D_E5, steps: 40, model: &model) { tx, working, random, step in
+                let id = Int.random(in: 0..<40, using: &random)
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<6:
+                    let m = M(id: id, email: "e\(Int.random(in: 0..<60, using: &random))" + ["", "\0", "\0\0"].randomElement(using: &random)!,
+                              nickname: Bool.random(using: &random) ? nil : "n\(Int.random(in: 0..<60, using: &random))",
+                              city: cities.randomElement(using: &random)!, age: Int.random(in: 0..<5, using: &random),
+                              tags: (0..<Int.random(in: 0..<3, using: &random)).map { _ in tags.randomElement(using: &random)! })
+                    let clash = working.values.contains { $0.id != id && ($0.email == m.email || (m.nickname != nil && $0.nickname == m.nickname)) }
+                    do {
+                        try tx.insert(m)
+                        try expectTrue(!clash, "step \(step): a clashing insert of \(id) was accepted")
+                        working[id] = m
+                    } catch RecordError.uniqueViolation {
+                        try expectTrue(clash, "step \(step): a unique violation for \(id) with no clash")
                     }
-                    model = working
-                } catch is Abort {}
+                case 6..<8:
+                    try expectEqual(try tx.delete(M.self, key: M.key(id)), working[id] != nil, "step \(step): delete \(id)")
+                    working[id] = nil
+                default:
+                    let removed = try tx.delete(M.self, .all.then(Comparison.range(id..<(id + 6))))
+                    try expectEqual(removed, working.keys.filter { (id..<(id + 6)).contains($0) }.count, "step \(step): range delete")
+                    for gone in id..<(id + 6) { working[gone] = nil }
+                }
+            } check: { model, step in
                 try expectExact(store, "after step \(step)")
                 try store.withReadTransaction { tx in
                     let members = model.values.sorted { $0.id < $1.id }
@@ -436,6 +425,31 @@ func expectExact(_ store: Store, _ when: String) throws {
         try expectTrue(result.isExact, "index \(result.index) \(when): \(result.missingCount) entries missing, \(result.staleCount) stale")
     }
 }
+
+/// A random log of transactions against a model: `steps` transactions of 1 to 6 operations
+/// (`operation` applies one to the transaction and to `working`, the model's copy), one in six
+/// rolled back at its end; the model takes the working copy only when the transaction committed,
+/// and `check` compares the store with it after every step.
+func randomLog<Model>(_ store: Store, seed: UInt64, steps: Int, model: inout Model,
+                      operation: (_ tx: TransactionContext, _ working: inout Model, _ random: inout SeededRandom, _ step: Int) throws -> Void,
+                      check: (_ model: Model, _ step: Int) throws -> Void) throws {
+    var random = SeededRandom(seed: seed)
+    for step in 0..<steps {
+        let abort = Int.random(in: 0..<6, using: &random) == 0
+        var working = model
+        do {
+            try store.withTransaction { tx in
+                for _ in 0..<Int.random(in: 1...6, using: &random) { try operation(tx, &working, &random, step) }
+                if abort { throw RandomLogAbort() }
+            }
+            model = working
+        } catch is RandomLogAbort {}
+        try check(model, step)
+    }
+}
+
+/// Rolls back a transaction of ``randomLog(_:seed:steps:model:operation:check:)``.
+struct RandomLogAbort: Error {}
 
 /// Checks that `body` throws the record error `expected`.
 func expectRecordError<R>(_ expected: RecordError, _ what: @autoclosure () -> String, _ body: () throws -> R) throws {

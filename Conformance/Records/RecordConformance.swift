@@ -16,6 +16,7 @@ public enum RecordConformance {
     /// maintenance by every kind of write, unique violations, key limits, builds, paging) and
     /// `changefeed/…` (the change feed: exactly the committed transactions, tokens, retention) and
     /// `migration/…` (schema versions across a reopen: explicit bumps always migrate) and `codable/…`
-    /// (plain `Codable` records in every value format, typed queries by `id`).
-    public static let cases: [ConformanceCase] = IndexCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all + CodableRecordCases.all
+    /// (plain `Codable` records in every value format, typed queries by `id`, key-path indexes)
+    /// and `generated-keys/…` (auto-increment keys).
+    public static let cases: [ConformanceCase] = IndexCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all + CodableRecordCases.all + GeneratedKeyCases.all
 }

@@ -52,6 +52,9 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidChangeFeedSettings(detail: String)
     /// A stored part of the change feed could not be decoded (corrupt or foreign bytes).
     case corruptChangeFeed(detail: String)
+    /// A generated key could not be issued: the type's key is not one `Int`, its sequence
+    /// reached `Int.max`, or its stored sequence could not be decoded.
+    case keyGeneration(type: String, detail: String)
 
     public var description: String {
         switch self {
@@ -62,6 +65,7 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .keyTooLarge(type, length, limit): return "\(type) key is \(length) bytes encoded, the limit is \(limit)"
         case let .keyspaceClash(keyspace, detail): return "keyspace \"\(keyspace)\" clash: \(detail)"
         case let .invalidQuery(type, detail): return "invalid query on \(type): \(detail)"
+        case let .keyGeneration(type, detail): return "no key generated for \(type): \(detail)"
         case .readOnlyTransaction: return "cannot write in a read-only transaction"
         case let .manifestMismatch(detail): return "store manifest mismatch: \(detail)"
         case let .corruptCatalog(keyspace, detail): return "the catalog entry of keyspace \"\(keyspace)\" is unreadable: \(detail)"

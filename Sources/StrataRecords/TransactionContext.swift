@@ -89,6 +89,23 @@ public final class TransactionContext {
     /// Stores `record`, replacing the record with the same key.
     @inlinable
     public func insert<R: Record>(_ record: R) throws {
+        _ = try store(record, returningReplaced: false)
+    }
+
+    /// Stores `record`, replacing the record with the same key, and returns the record it
+    /// replaced (`nil` when the key was free). On a type with indexes the old record is read
+    /// anyway, to update their entries; on one without, this reads it before the write, which
+    /// ``insert(_:)`` does not: call that when the old record is not wanted.
+    @discardableResult
+    @inlinable
+    public func replace<R: Record>(_ record: R) throws -> R? {
+        try store(record, returningReplaced: true)
+    }
+
+    /// Stores `record`; returns the record it replaced when `returningReplaced` (a constant at
+    /// every call, so ``insert(_:)`` keeps a path without the read).
+    @inlinable @inline(__always)
+    func store<R: Record>(_ record: R, returningReplaced: Bool) throws -> R? {
         let writer = try writable()
         let indexed = try isIndexed(R.self)
         // The record is encoded into the context's buffer moved into a local, and put back after:
@@ -99,18 +116,23 @@ public final class TransactionContext {
         defer { swap(&buffer, &recordBuffer) }
         let keyLength = try encodeRecord(record, into: &buffer.writer, prefixOf: &buffer.prefixOf)
         if indexed {
-            try insertIndexed(record, key: buffer.writer.bytes[..<keyLength], value: buffer.writer.bytes[keyLength...],
-                              indexes: prepare(R.self), writer: writer)
-            return
+            let old = try insertIndexed(record, key: buffer.writer.bytes[..<keyLength], value: buffer.writer.bytes[keyLength...],
+                                        indexes: prepare(R.self), writer: writer)
+            return returningReplaced ? old : nil
         }
         // Observed: whether the key held a record, read before the put and recorded after it (a
         // put that throws, caught by the body, changed nothing).
-        let replaced = changes == nil ? nil : !changesNeedKinds ? true
+        let old: R? = !returningReplaced ? nil : try buffer.writer.bytes.withUnsafeBytes { stored in
+            let key = UnsafeRawBufferPointer(rebasing: stored[..<keyLength])
+            return try reader.withValue(forKey: key) { value in try value.map { try decode(R.self, key: key, value: $0) } }
+        }
+        let replaced = changes == nil ? nil : returningReplaced ? old != nil : !changesNeedKinds ? true
             : try buffer.writer.bytes.withUnsafeBytes { try reader.withValue(forKey: UnsafeRawBufferPointer(rebasing: $0[..<keyLength])) { $0 != nil } }
         try buffer.writer.bytes.withUnsafeBytes { stored in
             try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
         }
         if let replaced { recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert, record: record) }
+        return old
     }
 
     /// Encodes `record` as it is stored into `fields`, key and value back to back, and returns
@@ -157,14 +179,29 @@ public final class TransactionContext {
     /// returns whether there was one.
     @inlinable
     func delete<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
+        try delete(R.self, key: key, indexes: indexes, writer: writer, returningRemoved: false).found
+    }
+
+    /// Deletes the record stored as `key`; returns whether there was one, and the record when
+    /// `returningRemoved` (read anyway on a type with indexes).
+    @inlinable @inline(__always)
+    func delete<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter,
+                           returningRemoved: Bool) throws -> (found: Bool, record: R?) {
+        var removed: R?
         if !indexes.isEmpty {
-            guard try deleteIndexed(R.self, key: key, indexes: indexes, writer: writer) else { return false }
+            guard let old = try deleteIndexed(R.self, key: key, indexes: indexes, writer: writer) else { return (false, nil) }
+            removed = old
+        } else if returningRemoved {
+            guard let old = try key.withUnsafeBytes({ k in try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } } })
+            else { return (false, nil) }
+            removed = old
+            try writer.delete(key)
         } else {
-            guard try reader.exists(key) else { return false }
+            guard try reader.exists(key) else { return (false, nil) }
             try writer.delete(key)
         }
         if changes != nil { recordChange(R.self, key: key, .delete) }
-        return true
+        return (true, returningRemoved ? removed : nil)
     }
 
     /// Deletes every record matching `query`; returns how many.
@@ -261,6 +298,20 @@ public final class TransactionContext {
         keyWriter.write(contentsOf: prefix(R.self))
         key.writeKey(to: &keyWriter)
         return try delete(R.self, key: keyWriter.bytes, indexes: indexes, writer: writer)
+    }
+
+    /// Deletes the record with this key and returns it (`nil` when there was none). On a type
+    /// without indexes the record is read and decoded before the delete, which
+    /// ``delete(_:key:)`` does not.
+    @discardableResult
+    @inlinable
+    public func remove<R: Record>(_ type: R.Type, key: R.IndexKey) throws -> R? {
+        let writer = try writable()
+        let indexes = try prepare(R.self)
+        var keyWriter = KeyWriter()
+        keyWriter.write(contentsOf: prefix(R.self))
+        key.writeKey(to: &keyWriter)
+        return try delete(R.self, key: keyWriter.bytes, indexes: indexes, writer: writer, returningRemoved: true).record
     }
 
     /// The records matching `query`, at most `limit`, in key order: nearest first without an
@@ -557,9 +608,20 @@ extension Record {
     @inlinable
     public static func delete(in ctx: TransactionContext, key: IndexKey) throws -> Bool { try ctx.delete(Self.self, key: key) }
 
+    /// Deletes the record with this key and returns it (see ``TransactionContext/remove(_:key:)``).
+    @discardableResult
+    @inlinable
+    public static func remove(in ctx: TransactionContext, key: IndexKey) throws -> Self? { try ctx.remove(Self.self, key: key) }
+
     /// Stores this record in the transaction, replacing the one with its key.
     @inlinable
     public func insert(in ctx: TransactionContext) throws { try ctx.insert(self) }
+
+    /// Stores this record, replacing the one with its key, and returns the one replaced (see
+    /// ``TransactionContext/replace(_:)``).
+    @discardableResult
+    @inlinable
+    public func replace(in ctx: TransactionContext) throws -> Self? { try ctx.replace(self) }
 
     /// Stores this record in a transaction of its own.
     public func insert(in store: Store) throws { try store.insert(self) }

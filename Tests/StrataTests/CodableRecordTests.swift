@@ -5,7 +5,7 @@ import StrataKeyCodec
 @testable import StrataRecords
 import Testing
 
-/// The format's vector (RecordFormat.md, "Codable values").
+/// A small record (RecordFormat.md's vectors are in RecordFormatTests).
 private struct Point: CodableRecord, Equatable {
     var id: Int
     var x: Int
@@ -119,21 +119,6 @@ private func decoded<T: Decodable>(_: T.Type, _ bytes: [UInt8], id: Any? = nil) 
 
 @Suite("Codable records")
 struct CodableRecordTests {
-    @Test("the format's vector: names once, then tagged items; the top-level id refers to the key")
-    func vector() throws {
-        let bytes = try encoded(Point(id: 7, x: -2, name: "a"), id: 7)
-        #expect(bytes == [0x03, 0x02, 0x69, 0x64, 0x01, 0x78, 0x04, 0x6E, 0x61, 0x6D, 0x65,
-                          0x09, 0x09, 0x00, 0x0B, 0x01, 0x03, 0x03, 0x02, 0x07, 0x01, 0x61])
-        #expect(try decoded(Point.self, bytes, id: 7) == Point(id: 7, x: -2, name: "a"))
-        // An array, a nested container, and a name used twice is written once.
-        struct Pair: Codable, Equatable { var a: [UInt8]; var b: Inner }
-        struct Inner: Codable, Equatable { var a: Bool? }
-        let pair = try encoded(Pair(a: [1, 200], b: Inner(a: nil)))
-        #expect(pair == [0x02, 0x01, 0x61, 0x01, 0x62,
-                         0x09, 0x0C, 0x00, 0x0A, 0x02, 0x05, 0x04, 0x01, 0x04, 0xC8, 0x01, 0x01, 0x09, 0x00])
-        #expect(try decoded(Pair.self, pair) == Pair(a: [1, 200], b: Inner(a: nil)))
-    }
-
     @Test("every Codable shape round-trips through the encoder, and is smaller than JSON")
     func shapes() throws {
         let value = Shapes()

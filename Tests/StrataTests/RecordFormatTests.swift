@@ -68,12 +68,37 @@ private func crc(_ name: String, _ input: [UInt8]) -> FormatVector {
     })
 }
 
+/// The binary Codable form's vectors (RecordFormat.md, "Codable values").
+struct FormatPoint: CodableRecord, Equatable, Sendable {
+    var id: Int
+    var x: Int
+    var name: String
+}
+struct FormatPair: Codable, Equatable, Sendable {
+    struct Inner: Codable, Equatable, Sendable { var a: Bool? }
+    var a: [UInt8]
+    var b: Inner
+}
+
+private func codable<V: Codable & Equatable & Sendable>(_ name: String, _ value: V, id: Int? = nil) -> FormatVector {
+    FormatVector(name: name, written: {
+        var bytes: [UInt8] = []
+        try CodableValueEncoder.encode(value, isRecordID: id.map { id in { ($0 as? Int) == id } }, to: &bytes)
+        return bytes
+    }, readsBack: { bytes in
+        try bytes.withUnsafeBytes { try CodableValueDecoder.decode(V.self, from: $0, recordID: id) } == value
+    })
+}
+
 private let noteKey = KeyCodec.encode("Note") + KeyCodec.encode(7)
 
 @Suite("RecordFormat.md: the spec's vectors")
 struct RecordFormatTests {
     static let vectors: [FormatVector] = [
         key("manifest", SystemKey.manifest, components: ["manifest"]),
+        key("sequence of keyspace `Note`", SystemKey.sequence("Note"), components: ["sequence", "Note"]),
+        codable("codable Point(id: 7, x: -2, name: \"a\")", FormatPoint(id: 7, x: -2, name: "a"), id: 7),
+        codable("codable Pair(a: [1, 200], b: Inner(a: nil))", FormatPair(a: [1, 200], b: .init(a: nil))),
         key("features", SystemKey.features, components: ["features"]),
         key("catalog entry of keyspace `Note`", SystemKey.keyspace("Note"), components: ["keyspace", "Note"]),
         key("progress of job `format-2`", SystemKey.job(FormatUpgrade.jobName), components: ["job", "format-2"]),

@@ -37,8 +37,52 @@ public protocol CodableRecord: Record, Codable, Identifiable where ID: KeyCompon
     static var valueFormat: CodableValueFormat { get }
     /// An explicit schema version, or `nil` (the default) for one derived from the key's type and
     /// ``valueFormat``. Bump it when old values no longer decode as the type, and convert them in
-    /// ``Record/migrate(fromVersion:key:fields:)``.
+    /// ``migrations``.
     static var schemaVersion: UInt32? { get }
+    /// How values of older versions are read: each names the version it reads (an older record
+    /// type's, or a number) and converts such a value to this type. Values of any other version
+    /// are ``RecordError/versionMismatch(type:stored:current:)``. The default is none.
+    static var migrations: [CodableMigration<Self>] { get }
+}
+
+/// How a ``CodableRecord`` reads the values one older version stored: decoded as the type that
+/// wrote them, then converted. Conversions run at read time (and once for every record, through
+/// `store.prepare(_:)`). Declare ``CodableRecord/migrations`` as a computed property: a migration
+/// holds closures, so it is not `Sendable`.
+///
+/// ```swift
+/// struct BookV1: CodableRecord { var id: UUID; var title: String; var author: String
+///     static var keyspace: String { "Book" } }
+///
+/// struct Book: CodableRecord {
+///     var id: UUID; var title: String; var authors: [String]
+///     static var keyspace: String { "Book" }
+///     static var schemaVersion: UInt32? { 2 }
+///     static var migrations: [CodableMigration<Book>] {
+///         [.from(BookV1.self) { Book(id: $0.id, title: $0.title, authors: [$0.author]) }]
+///     }
+/// }
+/// ```
+public struct CodableMigration<R: CodableRecord> {
+    /// The stored schema version this migration reads.
+    public let version: UInt32
+    let convert: (_ key: inout KeyReader, _ fields: inout FieldReader) throws -> R
+
+    /// Values an older record type wrote, under its version (derived or explicit), read as `Old`
+    /// and converted by `convert`.
+    public static func from<Old: CodableRecord>(_: Old.Type, _ convert: @escaping (Old) throws -> R) -> CodableMigration {
+        CodableMigration(version: Old.recordType.version) { key, fields in try convert(try Old(key: &key, fields: &fields)) }
+    }
+
+    /// Values stored under schema version `version` in `format`, decoded as `Old` (which need not
+    /// be a record: its top-level `id` is the key's) and converted by `convert`.
+    public static func from<Old: Decodable>(version: UInt32, as _: Old.Type, format: CodableValueFormat = .binary,
+                                            _ convert: @escaping (Old) throws -> R) -> CodableMigration {
+        CodableMigration(version: version) { key, fields in
+            let id = try key.read(R.ID.self)
+            return try convert(try CodableValues.decode(Old.self, format: format, id: id, fields: &fields))
+        }
+    }
 }
 
 /// How a ``CodableRecord`` stores its values.
@@ -75,6 +119,14 @@ extension CodableRecord {
     public static var keyspace: String { "\(Self.self)" }
     public static var valueFormat: CodableValueFormat { .binary }
     public static var schemaVersion: UInt32? { nil }
+    public static var migrations: [CodableMigration<Self>] { [] }
+
+    /// Reads a value of an older version through the migration for `version` in ``migrations``,
+    /// or returns `nil` when there is none.
+    public static func migrate(fromVersion version: UInt32, key: inout KeyReader, fields: inout FieldReader) throws -> Self? {
+        guard let migration = migrations.first(where: { $0.version == version }) else { return nil }
+        return try migration.convert(&key, &fields)
+    }
 
     /// The record type: ``keyspace``, one key component `id`, one field `value` in
     /// ``valueFormat``, and ``schemaVersion`` or a derived version. Built once per type.
@@ -111,19 +163,29 @@ extension CodableRecord {
     public init(key: inout KeyReader, fields: inout FieldReader) throws {
         let id = try key.read(ID.self)
         let start = fields.offset
+        self = try CodableValues.decode(Self.self, format: Self.valueFormat, id: id, fields: &fields)
+        guard self.id == id else {
+            throw FieldDecodingError(offset: start, reason: "the value's id \(self.id) is not its key's (\(id))")
+        }
+    }
+}
+
+/// Decoding a stored `Codable` value in any of the formats.
+enum CodableValues {
+    /// Decodes the rest of `fields` as a `T` stored in `format`; `id` is what the binary form's
+    /// reference to the key decodes as. A value that does not decode throws ``FieldDecodingError``.
+    static func decode<T: Decodable>(_: T.Type, format: CodableValueFormat, id: Any, fields: inout FieldReader) throws -> T {
+        let start = fields.offset
         let value = UnsafeRawBufferPointer(rebasing: fields.bytes[start...])
         fields.offset = fields.bytes.count
         do {
-            switch Self.valueFormat {
-            case .binary: self = try CodableValueDecoder.decode(Self.self, from: value, recordID: id)
-            case .json: self = try JSONDecoder().decode(Self.self, from: Data(value))
-            case .propertyList: self = try PropertyListDecoder().decode(Self.self, from: Data(value))
+            switch format {
+            case .binary: return try CodableValueDecoder.decode(T.self, from: value, recordID: id)
+            case .json: return try JSONDecoder().decode(T.self, from: Data(value))
+            case .propertyList: return try PropertyListDecoder().decode(T.self, from: Data(value))
             }
         } catch {
-            throw FieldDecodingError(offset: start, reason: "cannot decode \(Self.self): \(CodableErrors.describe(error))")
-        }
-        guard self.id == id else {
-            throw FieldDecodingError(offset: start, reason: "the value's id \(self.id) is not its key's (\(id))")
+            throw FieldDecodingError(offset: start, reason: "cannot decode \(T.self): \(CodableErrors.describe(error))")
         }
     }
 }
@@ -140,6 +202,10 @@ extension CodableRecord {
     /// Deletes the record with this `id`; returns whether there was one.
     @discardableResult
     public static func delete(in ctx: TransactionContext, id: ID) throws -> Bool { try ctx.delete(Self.self, key: RecordID(id)) }
+
+    /// Deletes the record with this `id` and returns it, or `nil` when there was none.
+    @discardableResult
+    public static func remove(in ctx: TransactionContext, id: ID) throws -> Self? { try ctx.remove(Self.self, key: RecordID(id)) }
 
     /// The records whose `id` matches `id` (`.greaterThan(10)`, `.range("a"..<"m")`, `.oneOf(…)`), in
     /// `id` order (nearest first for `lessThan`; see ``Order``), at most `limit`.

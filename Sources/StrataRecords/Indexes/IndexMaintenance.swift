@@ -35,7 +35,7 @@ extension TransactionContext {
     /// the new record's entries and the old one's straight into the transaction's reusable buffer
     /// (``EntryWrites``), where they are compared; a single-valued index allocates nothing.
     @inlinable @discardableResult
-    func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
+    func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> R? {
         // While a changed definition is built, its previous generation's entries are kept from the stored bytes.
         let keepsPrevious = indexes.contains { $0.previous != nil }
         let stored = try storedRecord(R.self, key: key, withValue: keepsPrevious)
@@ -77,7 +77,7 @@ extension TransactionContext {
             try plan.apply(to: writer, value: value)
             for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
         }
-        return old != nil
+        return old
     }
 
     /// Throws ``RecordError/indexKeyTooLarge(type:index:length:limit:)`` for an entry key of `length` bytes over the limit.
@@ -180,13 +180,13 @@ extension TransactionContext {
 
     /// Deletes the record at `key` and its index entries; returns whether there was one.
     @usableFromInline
-    func deleteIndexed<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> Bool {
-        guard let old = try storedRecord(R.self, key: key[...], withValue: indexes.contains { $0.previous != nil }) else { return false }
+    func deleteIndexed<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> R? {
+        guard let old = try storedRecord(R.self, key: key[...], withValue: indexes.contains { $0.previous != nil }) else { return nil }
         try completing {
             try deleteEntries(of: old.record, key: key, value: old.value, indexes: indexes, writer: writer)
             try writer.delete(key)
         }
-        return true
+        return old.record
     }
 
     /// Deletes every record in `range` with its index entries, in batches (writes wait until a
