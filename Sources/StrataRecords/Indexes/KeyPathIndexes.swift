@@ -27,6 +27,7 @@ public struct FieldIndex<R: Record, Value: KeyComponent & Sendable>: Sendable {
         index = RecordIndex(name, .field(name, keyPath), covering: covering)
     }
 
+    /// Not available: only a ``UniqueIndex`` finds one record by its value.
     @available(*, unavailable, message: "fetch needs a unique index: declare it as UniqueIndex, or use select")
     public func fetch(in ctx: TransactionContext, _ value: Value) throws -> R? { fatalError() }
 }
@@ -59,6 +60,7 @@ public struct EachIndex<R: Record, Element: KeyComponent & Sendable>: Sendable {
         index = RecordIndex(name, .each(name, keyPath), covering: covering)
     }
 
+    /// Not available: an element may be held by many records; use `select`.
     @available(*, unavailable, message: "fetch needs a unique index: an EachIndex finds every record holding the element; use select")
     public func fetch(in ctx: TransactionContext, _ value: Element) throws -> R? { fatalError() }
 }
@@ -76,6 +78,7 @@ public protocol KeyPathIndex: Sendable {
 extension FieldIndex: KeyPathIndex {}
 extension UniqueIndex: KeyPathIndex {}
 extension EachIndex: KeyPathIndex {
+    /// The type of the indexed values: the collection's elements.
     public typealias Value = Element
 }
 
