@@ -109,3 +109,27 @@ struct TypedKeyTests {
         try store.close()
     }
 }
+
+@IndexKeyRecord("id", keyspace: "macroTickets")
+@Index("bySeat", "seat", unique: true)
+struct MacroTicket: Equatable { let id: Int; var seat: String }
+
+@Suite("The macro's records: generated keys, and writes that return the old record")
+struct MacroGeneratedKeyTests {
+    @Test("insertNew issues 1, 2, … to a macro record; replace and remove return what they replaced, with and without indexes")
+    func generatedAndReplaced() throws {
+        let store = try Store(.memory)
+        let tickets = try store.withTransaction { ctx in try (0..<3).map { n in try ctx.insertNew { MacroTicket(id: $0, seat: "s\(n)") } } }
+        #expect(tickets.map(\.id) == [1, 2, 3])
+        try store.withTransaction { (ctx: TransactionContext) throws in
+            #expect(try MacroTicket(id: 2, seat: "s9").replace(in: ctx) == tickets[1])
+            #expect(try MacroTicket.remove(in: ctx, key: .init(id: 3)) == tickets[2])
+            #expect(try MacroTicket.remove(in: ctx, key: .init(id: 3)) == nil)
+            #expect(try MacroTicket.bySeat.fetch(in: ctx, seat: "s9")?.id == 2)
+            #expect(try K1(a: 5, note: "new").replace(in: ctx) == nil)
+            #expect(try K1(a: 5, note: "newer").replace(in: ctx) == K1(a: 5, note: "new"))
+            #expect(try K1.remove(in: ctx, key: .init(a: 5)) == K1(a: 5, note: "newer"))
+        }
+        #expect(try store.withTransaction { ctx in try ctx.nextID(MacroTicket.self) } == 4, "3 was deleted, not issued again")
+    }
+}

@@ -468,3 +468,57 @@ struct SingleValueBinaryDecodingContainer: SingleValueDecodingContainer {
 
     private func integer<I: FixedWidthInteger>() throws -> I { try decoder.decodeInteger(I.self, at: at, path: codingPath) }
 }
+
+extension CodableValueDecoder {
+    /// A value in the binary Codable form read without its Swift type, for `strata dump` and
+    /// `strata verify`: keyed containers as maps keyed by name (in stored order), unkeyed ones as
+    /// arrays, the reference to the key as `recordKey`. Bad bytes throw `DecodingError`.
+    static func storedValue(from bytes: UnsafeRawBufferPointer, recordKey: StoredValue) throws -> StoredValue {
+        let session = try DecodingSession(bytes: bytes, recordID: nil)
+        let decoder = BinaryDecoder(session: session, offset: session.rootOffset, codingPath: [])
+        // Nesting is bounded by the bytes: every container takes at least two of them.
+        func item(at offset: Int) throws -> StoredValue {
+            let tag = try session.tag(at: offset)
+            switch tag {
+            case CodableTag.null: return .null
+            case CodableTag.false, CodableTag.true: return .bool(tag == CodableTag.true)
+            case CodableTag.signed: return .int(try decoder.decodeInteger(Int64.self, at: offset, path: []))
+            case CodableTag.unsigned: return .uint(try decoder.decodeInteger(UInt64.self, at: offset, path: []))
+            case CodableTag.double: return .double(try decoder.decodeFloating(Double.self, at: offset, path: []))
+            case CodableTag.float: return .float(try decoder.decodeFloating(Float.self, at: offset, path: []))
+            case CodableTag.string: return .string(try decoder.decodeString(at: offset, path: []))
+            case CodableTag.bytes: return .bytes(Array(UnsafeRawBufferPointer(rebasing: bytes[try session.counted(at: offset)])))
+            case CodableTag.recordKey: return recordKey
+            case CodableTag.keyed:
+                let range = try session.counted(at: offset)
+                var position = range.lowerBound
+                var pairs: [StoredValue.Pair] = []
+                while position < range.upperBound {
+                    let number = try session.varint(at: &position)
+                    guard number < UInt64(session.names.count) else { throw session.corrupt(at: position, "name \(number) is not in the table") }
+                    pairs.append(.init(key: .string(session.nameText(Int(number))), value: try item(at: position)))
+                    position = try session.end(ofItemAt: position)
+                }
+                guard position == range.upperBound else { throw session.corrupt(at: position, "an item runs past its container") }
+                return .map(pairs)
+            case CodableTag.unkeyed:
+                let (count, items) = try session.unkeyed(at: offset)
+                var position = items.lowerBound
+                var elements: [StoredValue] = []
+                for _ in 0..<count {
+                    guard position < items.upperBound else { throw session.corrupt(at: position, "fewer items than counted") }
+                    elements.append(try item(at: position))
+                    position = try session.end(ofItemAt: position)
+                }
+                guard position == items.upperBound else { throw session.corrupt(at: position, "more bytes than the counted items") }
+                return .array(elements)
+            default: throw session.corrupt(at: offset, "unknown tag \(tag)")
+            }
+        }
+        let value = try item(at: session.rootOffset)
+        guard try session.end(ofItemAt: session.rootOffset) == bytes.count else {
+            throw session.corrupt(at: session.rootOffset, "bytes after the value")
+        }
+        return value
+    }
+}

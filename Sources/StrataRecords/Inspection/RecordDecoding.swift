@@ -91,13 +91,17 @@ public struct DecodedRecord: Sendable, Hashable {
         return out
     }
 
-    /// The value of the field or key component named `name`, if the record has one.
+    /// The value of the field or key component named `name`, if the record has one; for a
+    /// ``CodableRecord`` (one field, `value`, read as a map), a top-level property of that name.
     func value(named name: String, keyLayout: [(name: String, type: String)]) -> StoredValue? {
         if let field = fields.first(where: { $0.name == name }) {
             if case .opaque = field.value { return nil }
             return field.value
         }
         if let i = keyLayout.firstIndex(where: { $0.name == name }), i < key.count { return key[i] }
+        if fields.count == 1, case .map(let properties) = fields[0].value {
+            return properties.first { $0.key == .string(name) }?.value
+        }
         return nil
     }
 }
@@ -171,6 +175,18 @@ extension CatalogSnapshot {
         }
         var decoded: [DecodedRecord.Field] = []
         for field in fields {
+            if field.format == CodableValueFormat.binary.fieldFormat, let id = components.first {
+                // A CodableRecord's whole value: self-describing, read as maps and arrays.
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[reader.offset...])
+                let value: StoredValue
+                do {
+                    value = try CodableValueDecoder.storedValue(from: rest, recordKey: id)
+                } catch {
+                    throw FieldDecodingError(offset: reader.offset, reason: CodableErrors.describe(error))
+                }
+                decoded.append(.init(name: field.name, value: value))
+                return DecodedRecord(keyspace: keyspace, key: components, version: version, fields: decoded, undescribed: nil)
+            }
             let layout = FieldLayout(field.format)
             guard layout.isDescribed else {
                 let rest = Array(UnsafeRawBufferPointer(rebasing: bytes[reader.offset...]))
