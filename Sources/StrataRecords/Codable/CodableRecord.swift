@@ -18,7 +18,7 @@ import Synchronization
 /// }
 /// ```
 ///
-/// The key is `id` (any ``KeyComponent``: `Int`, `String`, `UUID`, …), so records sort by it and
+/// The key is `id` (any `KeyComponent`: `Int`, `String`, `UUID`, …), so records sort by it and
 /// ``fetch(in:id:)``, ``select(in:limit:order:id:)`` and the other typed queries take it. The
 /// value is the whole `Codable` encoding, in Strata's compact binary form by default
 /// (RecordFormat.md, "Codable values"): self-describing like JSON, so adding or removing an
