@@ -5,7 +5,9 @@ import StrataKeyCodec
 // `Int` has a sequence, the last key issued, stored under a system key and written in the same
 // transaction as the record (RecordFormat.md, "Keys"). The next key is one more than both the
 // sequence and the largest key present (a record inserted with an explicit key), so keys only
-// grow and a deleted record's key is never issued again. Writers are serialized on every engine
+// grow and a key the sequence issued is never issued again, deleted or not (an explicit key above
+// the sequence deleted before the next key is issued is the one it cannot see: reading the
+// sequence on every explicit insert would cost every insert). Writers are serialized on every engine
 // (LMDB's and SQLite's writer locks across processes, etcd's writer lock across hosts), so two
 // writers never read the same sequence; a transaction rolled back, or a process killed before
 // its commit, leaves the sequence as it was.
@@ -17,8 +19,9 @@ extension SystemKey {
 
 extension TransactionContext {
     /// Issues the next auto-increment key of `R`, whose key must be one `Int`: larger than every
-    /// key issued before in its keyspace and every key present, never one a deleted record had.
-    /// The first is 1. The sequence is written in this transaction: if it rolls back, so does the
+    /// key issued before in its keyspace and every key present, so never one the sequence issued
+    /// to a record deleted since (Modeling data, "Generated keys", has the one exception). The
+    /// first is 1. The sequence is written in this transaction: if it rolls back, so does the
     /// key. Insert the record with the key in the same transaction (or use
     /// ``insertNew(_:)``).
     ///

@@ -84,8 +84,10 @@ final class BackgroundProcess: @unchecked Sendable {
 
     var output: String { lock.withLock { buffer } }
 
+    /// Waits for the process to exit and for the last of its output to be read.
     func wait() -> Int32 {
         process.waitUntilExit()
+        reader?.waitForEnd()
         return process.terminationStatus
     }
 }

@@ -270,27 +270,58 @@ struct CodableRecordTests {
         }
     }
 
-    @Test("verify checks the key-path indexes of Codable records named as their properties, clean and damaged; others are unverifiable")
+    @Test("verify lists the key-path indexes of Codable records as not checked, saying why; verifyIndexes, with the Swift type, checks them")
     func verified() throws {
-        struct Tag: CodableRecord { var id: Int; var label: String; var parts: [String]
+        struct Tag: CodableRecord { var id: Int; var label: String; var parts: [String]; var at: UUID
             static let label = UniqueIndex("label", \Tag.label)
             static let parts = EachIndex("parts", \Tag.parts)
-            static let byLength = FieldIndex("byLength", \Tag.label.count)
-            static let indexes = [label.index, parts.index, byLength.index] }
+            static let at = FieldIndex("at", \Tag.at)
+            static let indexes = [label.index, parts.index, at.index] }
         try withStore(.lmdb) { store, _ in
-            try store.withTransaction { ctx in for n in 0..<20 { try ctx.insertNew { Tag(id: $0, label: "l\(n)", parts: ["p\(n % 3)", "q"]) } } }
+            try store.withTransaction { ctx in for n in 0..<20 { try ctx.insertNew { Tag(id: $0, label: "l\(n)", parts: ["p\(n % 3)", "q"], at: UUID()) } } }
             let report = try store.verify()
             #expect(report.isClean, "\(report.problems)")
-            let checked = report.indexes.filter(\.checked).map { "\($0.keyspace).\($0.name)" }.sorted()
-            #expect(checked == ["Tag.label", "Tag.parts"], "\(report.indexes)")
-            // An entry of label's removed around the record layer: a missing entry at its key.
+            #expect(report.indexes.count == 3 && report.indexes.allSatisfy { !$0.checked && $0.reason?.contains("verifyIndexes") == true }, "\(report.indexes)")
+            #expect(try store.withReadTransaction { ctx in try ctx.verifyIndexes(Tag.self) }.allSatisfy(\.isExact))
+            // An entry of label's removed around the record layer: verifyIndexes sees it.
             try store.engine.write { tx in
                 var doomed: [UInt8]?
                 try tx.scan(.prefix([0x00] + KeyCodec.encode("ix", "Tag", "label")), reverse: false, limit: 1) { key, _ in doomed = Array(key); return false }
                 try tx.delete(#require(doomed))
             }
-            #expect(try store.verify().problems.map(\.kind) == [.missingIndexEntry])
+            let label = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Tag.self) }.first { $0.index == "label" }
+            #expect(label?.missingCount == 1)
         }
+    }
+
+    @Test("bytes nested deeper than 512 levels are refused, by the typed decoder and by dump's, never a stack overflow")
+    func deepNesting() throws {
+        // 100,000 unkeyed containers, each holding the next.
+        var bytes: [UInt8] = [0x00]  // no names
+        var inner: [UInt8] = [0x0A, 0x00, 0x00]
+        for _ in 0..<100_000 {
+            var outer: [UInt8] = [0x0A, 0x01]
+            outer.appendVarint(UInt64(inner.count))
+            inner = outer + inner
+        }
+        bytes += inner
+        /// An array of itself: a type that follows the bytes as deep as they go.
+        struct Nest: Decodable {
+            init(from decoder: any Decoder) throws {
+                var container = try decoder.unkeyedContainer()
+                while !container.isAtEnd { _ = try container.decode(Nest.self) }
+            }
+        }
+        #expect(throws: DecodingError.self) { try decoded(Nest.self, bytes) }
+        #expect(throws: DecodingError.self) { try bytes.withUnsafeBytes { try CodableValueDecoder.storedValue(from: $0, recordKey: .null) } }
+        // 500 levels are fine.
+        var shallow: [UInt8] = [0x0A, 0x00, 0x00]
+        for _ in 0..<500 {
+            var outer: [UInt8] = [0x0A, 0x01]
+            outer.appendVarint(UInt64(shallow.count))
+            shallow = outer + shallow
+        }
+        _ = try decoded(Nest.self, [0x00] + shallow)
     }
 
     @Test("a class hierarchy round-trips through superEncoder; value formats are part of the version")

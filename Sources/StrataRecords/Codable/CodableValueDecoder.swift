@@ -26,6 +26,9 @@ final class DecodingSession {
     let names: [Range<Int>]
     let rootOffset: Int
     let recordID: Any?
+    /// How deep containers may nest: bytes can nest further than any sane value, and each level
+    /// is a stack frame (JSONDecoder stops at 512 too).
+    static let maximumDepth = 512
     // One decode, on one thread: no exclusivity checks (they were a tenth of a decode).
     @exclusivity(unchecked) var isOpen = true
 
@@ -62,7 +65,10 @@ final class DecodingSession {
         }
     }
 
-    func varint(at offset: inout Int) throws -> UInt64 { try Self.varint(in: bytes, at: &offset) }
+    func varint(at offset: inout Int) throws -> UInt64 {
+        try checkOpen([])
+        return try Self.varint(in: bytes, at: &offset)
+    }
 
     static func varint(in bytes: UnsafeRawBufferPointer, at offset: inout Int) throws -> UInt64 {
         var reader = FieldReader(bytes, offset: offset)
@@ -75,7 +81,10 @@ final class DecodingSession {
         }
     }
 
+    /// The tag of the item at `offset`. Every read starts here or at ``varint(at:)``: both refuse
+    /// once the lent bytes are gone.
     func tag(at offset: Int) throws -> UInt8 {
+        try checkOpen([])
         guard offset < bytes.count else { throw corrupt(at: offset, "truncated: an item is missing") }
         return bytes[offset]
     }
@@ -144,7 +153,7 @@ struct BinaryDecoder: Decoder {
             throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: codingPath,
                 debugDescription: "expected a keyed container, found \(CodableTag.name(tag))"))
         }
-        let entries = KeyedEntries(session: session, range: try session.counted(at: offset))
+        let entries = try KeyedEntries(session: session, range: try session.counted(at: offset))
         return KeyedDecodingContainer(KeyedBinaryDecodingContainer<Key>(decoder: self, entries: entries))
     }
 
@@ -251,7 +260,11 @@ struct BinaryDecoder: Decoder {
             guard tag == CodableTag.bytes else { throw try mismatch(T.self, at: offset, path: path()) }
             return Data(UnsafeRawBufferPointer(rebasing: session.bytes[try session.counted(at: offset)])) as! T
         }
-        return try T(from: BinaryDecoder(session: session, offset: offset, codingPath: path()))
+        let path = path()
+        guard path.count < DecodingSession.maximumDepth else {
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "nested deeper than \(DecodingSession.maximumDepth) levels"))
+        }
+        return try T(from: BinaryDecoder(session: session, offset: offset, codingPath: path))
     }
 }
 
@@ -264,10 +277,14 @@ final class KeyedEntries {
     /// The next entry to look at.
     @exclusivity(unchecked) private var cursor: Int
 
-    init(session: DecodingSession, range: Range<Int>) {
+    /// The entries of the keyed container whose entries lie in `range`, each checked once (a
+    /// name in the table, an item inside the container), so a damaged one is an error here and
+    /// never an absent property (`decodeIfPresent` would read it as `nil`).
+    init(session: DecodingSession, range: Range<Int>) throws {
         self.session = session
         self.range = range
         cursor = range.lowerBound
+        _ = try names()
     }
 
     /// The item offset of the entry named `key`, or nil when there is none.
@@ -308,6 +325,7 @@ final class KeyedEntries {
             numbers.append(Int(number))
             offset = try session.end(ofItemAt: offset)
         }
+        guard offset == range.upperBound else { throw session.corrupt(at: offset, "an item runs past its container") }
         return numbers
     }
 }
@@ -318,7 +336,11 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     var codingPath: [any CodingKey] { decoder.codingPath }
 
     var allKeys: [Key] { ((try? entries.names()) ?? []).compactMap { Key(stringValue: decoder.session.nameText($0)) } }
-    func contains(_ key: Key) -> Bool { ((try? entries.item(named: key.stringValue)) ?? nil) != nil }
+    /// Whether the container has an entry named `key`; `true` when it cannot tell (its bytes
+    /// are gone), so the decode that follows throws rather than read a property as absent.
+    func contains(_ key: Key) -> Bool {
+        do { return try entries.item(named: key.stringValue) != nil } catch { return true }
+    }
 
     private func item(_ key: Key) throws -> Int {
         try decoder.session.checkOpen(codingPath)
@@ -476,8 +498,8 @@ extension CodableValueDecoder {
     static func storedValue(from bytes: UnsafeRawBufferPointer, recordKey: StoredValue) throws -> StoredValue {
         let session = try DecodingSession(bytes: bytes, recordID: nil)
         let decoder = BinaryDecoder(session: session, offset: session.rootOffset, codingPath: [])
-        // Nesting is bounded by the bytes: every container takes at least two of them.
-        func item(at offset: Int) throws -> StoredValue {
+        func item(at offset: Int, depth: Int) throws -> StoredValue {
+            guard depth < DecodingSession.maximumDepth else { throw session.corrupt(at: offset, "nested deeper than \(DecodingSession.maximumDepth) levels") }
             let tag = try session.tag(at: offset)
             switch tag {
             case CodableTag.null: return .null
@@ -496,7 +518,7 @@ extension CodableValueDecoder {
                 while position < range.upperBound {
                     let number = try session.varint(at: &position)
                     guard number < UInt64(session.names.count) else { throw session.corrupt(at: position, "name \(number) is not in the table") }
-                    pairs.append(.init(key: .string(session.nameText(Int(number))), value: try item(at: position)))
+                    pairs.append(.init(key: .string(session.nameText(Int(number))), value: try item(at: position, depth: depth + 1)))
                     position = try session.end(ofItemAt: position)
                 }
                 guard position == range.upperBound else { throw session.corrupt(at: position, "an item runs past its container") }
@@ -507,7 +529,7 @@ extension CodableValueDecoder {
                 var elements: [StoredValue] = []
                 for _ in 0..<count {
                     guard position < items.upperBound else { throw session.corrupt(at: position, "fewer items than counted") }
-                    elements.append(try item(at: position))
+                    elements.append(try item(at: position, depth: depth + 1))
                     position = try session.end(ofItemAt: position)
                 }
                 guard position == items.upperBound else { throw session.corrupt(at: position, "more bytes than the counted items") }
@@ -515,7 +537,7 @@ extension CodableValueDecoder {
             default: throw session.corrupt(at: offset, "unknown tag \(tag)")
             }
         }
-        let value = try item(at: session.rootOffset)
+        let value = try item(at: session.rootOffset, depth: 0)
         guard try session.end(ofItemAt: session.rootOffset) == bytes.count else {
             throw session.corrupt(at: session.rootOffset, "bytes after the value")
         }

@@ -91,17 +91,16 @@ public struct DecodedRecord: Sendable, Hashable {
         return out
     }
 
-    /// The value of the field or key component named `name`, if the record has one; for a
-    /// ``CodableRecord`` (one field, `value`, read as a map), a top-level property of that name.
+    /// The value of the field or key component named `name`, if the record has one. A
+    /// ``CodableRecord``'s properties are not fields: its index components come from key paths,
+    /// and a property of the same name may hold another value, or the same one in another form
+    /// (`Codable` writes a UUID as a string, a Date as a number), so they are not looked into.
     func value(named name: String, keyLayout: [(name: String, type: String)]) -> StoredValue? {
         if let field = fields.first(where: { $0.name == name }) {
             if case .opaque = field.value { return nil }
             return field.value
         }
         if let i = keyLayout.firstIndex(where: { $0.name == name }), i < key.count { return key[i] }
-        if fields.count == 1, case .map(let properties) = fields[0].value {
-            return properties.first { $0.key == .string(name) }?.value
-        }
         return nil
     }
 }
@@ -247,7 +246,8 @@ extension CatalogSnapshot {
         var combinations: [[UInt8]] = [SystemKey.indexEntries(keyspace: keyspace, name: name, generation: generation)]
         for component in definition.components {
             guard let value = record.value(named: component.name, keyLayout: keyLayout).flatMap({ component.multiValued ? $0 : reading($0) }) else {
-                throw IndexUnverifiable(reason: "component \(component.name) is not a stored field or key component the catalog describes")
+                throw IndexUnverifiable(reason: "component \(component.name) is not a stored field or key component the catalog describes"
+                    + " (a Codable record's indexes come from key paths: check them with verifyIndexes, which has the Swift type)")
             }
             var encodings: [[UInt8]] = []
             if component.multiValued {
