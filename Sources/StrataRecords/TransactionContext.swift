@@ -122,10 +122,7 @@ public final class TransactionContext {
         }
         // Observed: whether the key held a record, read before the put and recorded after it (a
         // put that throws, caught by the body, changed nothing).
-        let old: R? = !returningReplaced ? nil : try buffer.writer.bytes.withUnsafeBytes { stored in
-            let key = UnsafeRawBufferPointer(rebasing: stored[..<keyLength])
-            return try reader.withValue(forKey: key) { value in try value.map { try decode(R.self, key: key, value: $0) } }
-        }
+        let old = !returningReplaced ? nil : try storedRecord(R.self, key: buffer.writer.bytes[..<keyLength], withValue: false)?.record
         let replaced = changes == nil ? nil : returningReplaced ? old != nil : !changesNeedKinds ? true
             : try buffer.writer.bytes.withUnsafeBytes { try reader.withValue(forKey: UnsafeRawBufferPointer(rebasing: $0[..<keyLength])) { $0 != nil } }
         try buffer.writer.bytes.withUnsafeBytes { stored in
@@ -192,8 +189,7 @@ public final class TransactionContext {
             guard let old = try deleteIndexed(R.self, key: key, indexes: indexes, writer: writer) else { return (false, nil) }
             removed = old
         } else if returningRemoved {
-            guard let old = try key.withUnsafeBytes({ k in try reader.withValue(forKey: k) { value in try value.map { try decode(R.self, key: k, value: $0) } } })
-            else { return (false, nil) }
+            guard let old = try storedRecord(R.self, key: key[...], withValue: false)?.record else { return (false, nil) }
             removed = old
             try writer.delete(key)
         } else {
@@ -292,12 +288,7 @@ public final class TransactionContext {
     @discardableResult
     @inlinable
     public func delete<R: Record>(_ type: R.Type, key: R.IndexKey) throws -> Bool {
-        let writer = try writable()
-        let indexes = try prepare(R.self)
-        var keyWriter = KeyWriter()
-        keyWriter.write(contentsOf: prefix(R.self))
-        key.writeKey(to: &keyWriter)
-        return try delete(R.self, key: keyWriter.bytes, indexes: indexes, writer: writer)
+        try delete(R.self, key: key, returningRemoved: false).found
     }
 
     /// Deletes the record with this key and returns it (`nil` when there was none). On a type
@@ -306,12 +297,18 @@ public final class TransactionContext {
     @discardableResult
     @inlinable
     public func remove<R: Record>(_ type: R.Type, key: R.IndexKey) throws -> R? {
+        try delete(R.self, key: key, returningRemoved: true).record
+    }
+
+    /// Deletes the record with this key (see ``delete(_:key:)`` and ``remove(_:key:)``).
+    @inlinable @inline(__always)
+    func delete<R: Record>(_: R.Type, key: R.IndexKey, returningRemoved: Bool) throws -> (found: Bool, record: R?) {
         let writer = try writable()
         let indexes = try prepare(R.self)
         var keyWriter = KeyWriter()
         keyWriter.write(contentsOf: prefix(R.self))
         key.writeKey(to: &keyWriter)
-        return try delete(R.self, key: keyWriter.bytes, indexes: indexes, writer: writer, returningRemoved: true).record
+        return try delete(R.self, key: keyWriter.bytes, indexes: indexes, writer: writer, returningRemoved: returningRemoved)
     }
 
     /// The records matching `query`, at most `limit`, in key order: nearest first without an
