@@ -13,7 +13,7 @@ instructions: PACKAGES = $(SYSTEM_PACKAGES) valgrind bc
 # The C compiler for the LD_PRELOAD shims: the system's, or the toolchain's clang.
 SHIM_CC := $(shell command -v cc || command -v clang)
 
-.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-etcd crash powerloss sanitize instructions clean
+.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-etcd crash powerloss sanitize fuzz instructions clean
 
 run: deps
 	swift build -c release --product strata
@@ -43,6 +43,7 @@ test: deps
 	.build/debug/strata prepare-crash-test --engine all --kills 20
 	.build/debug/strata prepare-race-test --engine all --rounds 6
 	.build/debug/strata feed-crash-test --engine all --kills 10
+	bash Fuzz/run.sh --seconds 5
 
 # The DocC catalogs (the record layer, the engine core, the key codec), built with warnings as
 # errors (a broken ``link`` fails), after checking that every public declaration of every library
@@ -76,6 +77,12 @@ sanitize: deps
 	swift build --build-tests --sanitize=address --scratch-path .build/asan
 	STRATA_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="print_suppressions=0:suppressions='$(CURDIR)/Tests/Sanitizers/leaks.supp'" \
 	  swift test --skip-build --sanitize=address --scratch-path .build/asan
+
+# Every fuzz target (Fuzz/Targets: libFuzzer with AddressSanitizer, a package of its own) for 3
+# minutes each from its committed corpus, about 27 minutes in all; `make test` runs each for 5 s.
+# `bash Fuzz/run.sh --seconds N target...` runs some. See DurabilityAndCrashSafety.md, "Fuzzing".
+fuzz: deps
+	bash Fuzz/run.sh --seconds 180
 
 # Instructions per record operation, counted by callgrind: `make instructions BASE=<commit>` puts
 # a commit's counts beside this checkout's (Benchmarks/InstructionCounts, a package of its own).

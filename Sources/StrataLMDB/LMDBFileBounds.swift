@@ -40,7 +40,12 @@ final class LMDBFileBounds: Sendable {
         var info = MDB_envinfo(), stat = MDB_stat()
         mdb_env_info(env, &info)
         mdb_env_stat(env, &stat)
-        let pages = UInt(info.me_last_pgno + 1) * UInt(stat.ms_psize)
+        // A damaged meta page can count any number of pages (found by the `files` fuzz target).
+        let (count, pastEnd) = UInt(bitPattern: info.me_last_pgno).addingReportingOverflow(1)
+        let (pages, tooMany) = count.multipliedReportingOverflow(by: UInt(stat.ms_psize))
+        guard !pastEnd, !tooMany, pages <= UInt(Int.max / 4) else {  // room for the map-growth arithmetic
+            throw .corrupt(path: storePath, detail: "data.mdb's meta page counts \(UInt(bitPattern: info.me_last_pgno)) pages (damaged)")
+        }
         let size = Self.fileSize(file)
         active = size < pages
         fileEnd = Atomic(UInt.max)

@@ -6,7 +6,7 @@ import StrataEngine
 /// LMDB maps the data file and reads pages through the map; a page past the end of a truncated
 /// file faults with SIGBUS and kills the process. So the meta pages are read with plain `read`
 /// first: the file must be a whole number of pages holding both meta pages, and every page that
-/// the branch pages of the newest meta's two trees point to.
+/// the branch pages of the newest meta's two trees point to (none of them a meta page).
 ///
 /// The file may legitimately be shorter than `(last_pgno + 1) * page_size`: pages freed within
 /// the transaction that allocated them are never written (LMDB's own comment on `mm_last_pg`),
@@ -16,6 +16,7 @@ enum LMDBFileCheck {
     // Offsets inside a meta page (64-bit LMDB 0.9): a 16-byte page header, then MDB_meta with
     // mm_magic, mm_version, mm_address, mm_mapsize, mm_dbs[2] (48 bytes each), mm_last_pg, mm_txnid.
     private static let magicOffset = 16          // mm_magic, 0xBEEFC0DE
+    private static let versionOffset = 20        // mm_version
     private static let pageSizeOffset = 40       // mm_dbs[FREE_DBI].md_pad holds the page size
     private static let freeDepthOffset = 46      // mm_dbs[FREE_DBI].md_depth
     private static let mainDepthOffset = 94      // mm_dbs[MAIN_DBI].md_depth
@@ -57,6 +58,15 @@ enum LMDBFileCheck {
         guard let second = try? handle.read(upToCount: 152), second.count == 152 else {
             return (.corrupt(path: storePath, detail: "data.mdb is shorter than its two meta pages (truncated?)"), 0)
         }
+        // LMDB takes the page size from the newer meta page and finds the other one by it: both
+        // must be meta pages declaring the same size (a damaged second meta made LMDB read past
+        // the file and die of SIGBUS inside mdb_env_open; found by the `files` fuzz target).
+        guard second.loadLE(UInt32.self, at: magicOffset) == magic,
+              second.loadLE(UInt32.self, at: versionOffset) == first.loadLE(UInt32.self, at: versionOffset),
+              UInt64(second.loadLE(UInt32.self, at: pageSizeOffset)) == pageSize
+        else {
+            return (.corrupt(path: storePath, detail: "data.mdb's second meta page is damaged (its magic, version or page size)"), 0)
+        }
         // LMDB uses the meta page with the newer transaction id.
         let newest = second.loadLE(UInt64.self, at: txnIDOffset) > first.loadLE(UInt64.self, at: txnIDOffset) ? second : first
         let txnID = newest.loadLE(UInt64.self, at: txnIDOffset)
@@ -97,6 +107,11 @@ extension LMDBFileCheck {
         while let (page, level) = pending.popLast() {
             guard page < pages else {
                 throw .corrupt(path: storePath, detail: "data.mdb is \(pages) pages long but its trees reach page \(page) (truncated)")
+            }
+            // Pages 0 and 1 are the meta pages: a tree reaching one is damaged (LMDB would stop
+            // the process on an assertion; found by the `files` fuzz target).
+            guard page >= 2 else {
+                throw .corrupt(path: storePath, detail: "data.mdb's trees reach page \(page), a meta page (damaged)")
             }
             if level >= depth { continue }  // a leaf: inside the file, not read
             visited += 1

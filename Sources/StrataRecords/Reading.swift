@@ -121,7 +121,7 @@ public struct Query<R: Record>: Sendable {
         var records: [R] = []
         records.reserveCapacity(Swift.min(limit, 1_024))
         var lastKey: [UInt8]?
-        let position = try token?.position(for: self, order: order)
+        let position = try token?.position(for: self, in: ctx, order: order)
         func visit(_ key: () -> [UInt8], _ record: R) -> Bool {
             records.append(record)
             if records.count == limit { lastKey = key() }
@@ -130,7 +130,7 @@ public struct Query<R: Record>: Sendable {
         try run({ try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
                 { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
                 filter: { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) })
-        let next = lastKey.map { PageToken(self, order: order, position: $0) }
+        let next = lastKey.map { PageToken(self, store: ctx.store.identity, order: order, position: $0) }
         return Page(records: records, next: next)
     }
 
@@ -167,13 +167,22 @@ public struct Page<R: Record> {
 extension Page: Sendable where R: Sendable {}
 
 /// Where a paged query continues: opaque, versioned and `Codable` (JSON, say), so a page can
-/// continue in another process or request. It remembers the record type's keyspace, the query
-/// and the order, and is refused (``RecordError/invalidQuery(type:detail:)``) for any other.
+/// continue in another process or request. It remembers the store, the record type's keyspace,
+/// the query and the order, and is refused (``RecordError/invalidQuery(type:detail:)``) for any
+/// other, and when it is damaged or altered.
+///
+/// A token is an input from the network when a service hands it to its clients: one that was
+/// truncated, edited, made by another build or on another store, or whose position is longer
+/// than any key, is refused with that error. Its check is a CRC-32C, not a signature: someone who
+/// rewrites the position and recomputes the check gets a token that reads on from another place,
+/// but only ever records the same query selects (the position narrows the query's own ranges).
 public struct PageToken: Codable, Sendable, Hashable {
-    /// Token layouts this build reads.
-    static let version = 1
+    /// Token layouts this build reads. Layout 1 had no store identity and no check.
+    static let version = 2
 
     private let version: Int
+    /// The identity of the store it was made on (``StoreIdentity``); 0 for a store without one.
+    private let store: UInt64?
     private let keyspace: String
     /// The index the query reads; absent for the key.
     private let index: String?
@@ -183,21 +192,43 @@ public struct PageToken: Codable, Sendable, Hashable {
     /// The last key returned, without the keyspace prefix (on an index: the last entry's key
     /// without the index's prefix).
     private let after: Data
+    /// CRC-32C of everything above: a token damaged or edited on its way is refused.
+    private let check: UInt32?
 
-    init<R: Record>(_ query: Query<R>, order: Order, position: [UInt8]) {
+    init<R: Record>(_ query: Query<R>, store: UInt64?, order: Order, position: [UInt8]) {
         version = Self.version
+        self.store = store ?? 0
         keyspace = R.recordType.keyspace
         index = query.index?.name
         self.query = query.fingerprint
         descending = order == .descending
         after = Data(position)
+        check = Self.check(store: self.store ?? 0, keyspace: keyspace, index: index, query: self.query, descending: descending, after: after)
+    }
+
+    /// The check over a token's fields, in RecordFormat.md's field encoding.
+    static func check(store: UInt64, keyspace: String, index: String?, query: UInt32, descending: Bool, after: Data) -> UInt32 {
+        var w = FieldWriter()
+        w.write(version)
+        w.write(store)
+        w.write(keyspace)
+        w.write(index)
+        w.write(query)
+        w.write(descending)
+        w.write(after)
+        return w.bytes.withUnsafeBytes { RecordChecksum.of(key: UnsafeRawBufferPointer(start: nil, count: 0), value: $0) }
     }
 
     /// Where to continue (a key without the keyspace prefix, or an entry key without the index's
-    /// prefix), once the token is checked against the query.
-    func position<R: Record>(for query: Query<R>, order: Order) throws -> [UInt8] {
+    /// prefix), once the token is checked against the store and the query.
+    func position<R: Record>(for query: Query<R>, in ctx: TransactionContext, order: Order) throws -> [UInt8] {
         func refuse(_ why: String) -> RecordError { .invalidQuery(type: "\(R.self)", detail: "this page token \(why)") }
         guard version == Self.version else { throw refuse("has layout version \(version); this build reads \(Self.version)") }
+        guard let store, let check,
+              check == Self.check(store: store, keyspace: keyspace, index: index, query: self.query, descending: descending, after: after)
+        else { throw refuse("is damaged or was altered: its check does not match") }
+        guard store == ctx.store.identity ?? 0 else { throw refuse("was made on another store") }
+        guard after.count <= KeyLimits.maxKeyLength else { throw refuse("holds a position of \(after.count) bytes, longer than any key") }
         guard keyspace == R.recordType.keyspace else { throw refuse("belongs to keyspace \"\(keyspace)\"") }
         guard index == query.index?.name else { throw refuse(index.map { "was made on index \($0)" } ?? "was made on the key") }
         guard self.query == query.fingerprint else { throw refuse("was made by another query") }

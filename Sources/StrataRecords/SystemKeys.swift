@@ -9,6 +9,8 @@ enum SystemKey {
     static let manifest = prefix + KeyCodec.encode("manifest")
     /// Store-wide features a build must know to open the store (none in format 2).
     static let features = prefix + KeyCodec.encode("features")
+    /// The store's identity (``StoreIdentity``), which page tokens carry.
+    static let identity = prefix + KeyCodec.encode("identity")
     /// One catalog entry per keyspace: key layout, schemas, features.
     static func keyspace(_ name: String) -> [UInt8] { prefix + KeyCodec.encode("keyspace", name) }
     static let keyspaces = KeyRange.components(prefix: prefix + KeyCodec.encode("keyspace"))

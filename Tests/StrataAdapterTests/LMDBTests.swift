@@ -352,6 +352,63 @@ struct LMDBFileTests {
     }
 }
 
+extension LMDBTests {
+    /// Found by the `files` fuzz target: LMDB asserts `root > 1` and aborts the process.
+    @Test("a meta page whose tree root is a meta page is refused with a typed error, not LMDB's abort", arguments: [UInt64(0), 1])
+    func treeRootOnMetaPage(root: UInt64) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LMDBEngine(path: dir.path)
+        try store.write { tx in for i in 0..<2_000 { try tx.put([UInt8](repeating: 7, count: 100), forKey: withUnsafeBytes(of: UInt32(i).bigEndian) { Array($0) }) } }
+        try store.close()
+        // Both meta pages' main tree root (mm_dbs[MAIN_DBI].md_root, offset 128 in each).
+        let file = dir.path + "/data.mdb"
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
+        let pageSize = Int(getpagesize())
+        for meta in [0, pageSize] { withUnsafeBytes(of: root.littleEndian) { bytes.replaceSubrange((meta + 128)..<(meta + 136), with: $0) } }
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        #expect {
+            try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+        } throws: { error in
+            if case EngineError.corrupt(_, let detail) = error { return detail.contains("a meta page") }
+            return false
+        }
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: file))) == bytes, "the file is left as it was")
+    }
+
+    /// Found by the `files` fuzz target: a second meta page declaring another page size made
+    /// LMDB read past the file (SIGBUS in mdb_env_open); a meta page counting 2^52 + 2 pages (LMDB
+    /// multiplies by the page size and wraps to a small map size, so it opens) made an
+    /// overflow trap in the bounds check.
+    @Test("a damaged meta page (another page size, an absurd page count) is refused with a typed error",
+          arguments: [(40, UInt64(0x0009_0302), "second meta page is damaged"), (136, (UInt64(1) << 52) + 1, "pages (damaged)")])
+    func damagedMetaPage(offset: Int, value: UInt64, refusal: String) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LMDBEngine(path: dir.path)
+        try store.write { tx in for i in 0..<500 { try tx.put([UInt8](repeating: 7, count: 100), forKey: withUnsafeBytes(of: UInt32(i).bigEndian) { Array($0) }) } }
+        try store.close()
+        let file = dir.path + "/data.mdb"
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
+        let pageSize = Int(getpagesize())
+        // The page size (a 32-bit field) in the second meta only; the page count in both.
+        let metas = offset == 40 ? [pageSize] : [0, pageSize]
+        let width = offset == 40 ? 4 : 8
+        for meta in metas {
+            withUnsafeBytes(of: value.littleEndian) { bytes.replaceSubrange((meta + offset)..<(meta + offset + width), with: $0.prefix(width)) }
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        #expect {
+            let engine = try LMDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting))
+            try engine.read { tx in _ = try tx.keys(.all, limit: nil) }
+        } throws: { error in
+            if case EngineError.corrupt(_, let detail) = error { return detail.contains(refusal) }
+            return false
+        }
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: file))) == bytes, "the file is left as it was")
+    }
+}
+
 @Suite("LMDB named sub-databases")
 struct LMDBSubDatabaseTests {
     /// Writes an environment through LMDB's C API, as a program using named databases does:

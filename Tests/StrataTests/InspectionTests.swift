@@ -189,7 +189,7 @@ struct InspectionTests {
     static let stored = BundledEngines.onDisk + [TestEngines.etcd]
     static let pairs: [(EngineKind, EngineKind)] = stored.flatMap { a in stored.map { (a, $0) } }
 
-    @Test("copy between every pair of engines: every pair byte-identical but the manifest, verified, readable by type",
+    @Test("copy between every pair of engines: every pair byte-identical but the manifest and the identity, verified, readable by type",
           arguments: pairs)
     func copy(from: EngineKind, to: EngineKind) throws {
         let dir = TemporaryDirectory()
@@ -205,9 +205,10 @@ struct InspectionTests {
         defer { try? copy.close() }
         var copied: [[UInt8]: [UInt8]] = [:]
         try copy.dumpRaw { key, value in copied[key] = value; return true }
-        let manifest = [0] + KeyCodec.encode("manifest")
+        let (manifest, identity) = ([0] + KeyCodec.encode("manifest"), [0] + KeyCodec.encode("identity"))
         #expect(copied.keys.sorted { $0.lexicographicallyPrecedes($1) } == original.keys.sorted { $0.lexicographicallyPrecedes($1) })
-        #expect(copied.filter { $0.key != manifest } == original.filter { $0.key != manifest })
+        #expect(copied.filter { $0.key != manifest && $0.key != identity } == original.filter { $0.key != manifest && $0.key != identity })
+        #expect(copied[identity] != nil && copied[identity] != original[identity], "a copy is another store: its own identity")
         #expect(try copy.statistics().manifest?.engine == to.name)
         #expect(try copy.verify().isClean)
         try copy.withReadTransaction { (ctx: TransactionContext) throws in

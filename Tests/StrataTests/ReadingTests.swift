@@ -92,12 +92,82 @@ struct ReadingTests {
             }
             // A token from a later build (another layout version) is refused, not misread.
             var json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(token)) as! [String: Any]
-            json["version"] = 2
+            json["version"] = 3
             let future = try JSONDecoder().decode(PageToken.self, from: JSONSerialization.data(withJSONObject: json))
             #expect(throws: RecordError.self) { try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 2, after: future) } }
             // The second page continues the first.
             let second = try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 2, after: token) }
             #expect(second.records.map(\.firstName) == ["2", "3"])
+        }
+    }
+
+    /// Tokens from strangers (#46): a service hands page tokens to its clients and gets them back.
+    @Test("a page token that was altered, truncated, made on another store or oversized is refused with a typed error")
+    func tokensFromStrangers() throws {
+        func people(_ store: Store) throws {
+            try store.withTransaction { ctx in for i in 0..<6 { try ctx.insert(Person(lastName: "A", firstName: "\(i)", age: i)) } }
+        }
+        let query = Query<Person>(.all.equal("A"))
+        func read(_ store: Store, _ json: [String: Any]) throws -> Page<Person> {
+            let token = try JSONDecoder().decode(PageToken.self, from: JSONSerialization.data(withJSONObject: json))
+            return try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 2, after: token) }
+        }
+        func refusal(_ store: Store, _ json: [String: Any]) -> String? {
+            do {
+                _ = try read(store, json)
+                return nil
+            } catch let error as RecordError {
+                return error.description
+            } catch {
+                return "not a RecordError: \(error)"
+            }
+        }
+        try withStore(.memory) { store, _ in
+            try people(store)
+            let token = try #require(try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 2).next })
+            let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(token)) as! [String: Any]
+            #expect(try read(store, json).records.map(\.firstName) == ["2", "3"], "the token as made continues")
+
+            // Edited fields: the check no longer matches.
+            for (field, value) in [("after", Data(KeyCodec.encode("A", "4")).base64EncodedString() as Any), ("query", 7 as Any),
+                                   ("keyspace", "Reading" as Any), ("descending", true as Any), ("store", 1 as Any)] {
+                var edited = json
+                edited[field] = value
+                let why = refusal(store, edited)
+                #expect(why?.contains("is damaged or was altered") == true, "\(field): \(why ?? "read")")
+            }
+            // Layout 1 (no store, no check).
+            var old = json
+            (old["version"], old["store"], old["check"]) = (1, nil, nil)
+            #expect(refusal(store, old)?.contains("layout version 1") == true)
+            var unchecked = json
+            unchecked["check"] = nil
+            #expect(refusal(store, unchecked)?.contains("is damaged or was altered") == true)
+            // Truncated bytes: Foundation's typed DecodingError, before Strata sees anything.
+            let bytes = try JSONEncoder().encode(token)
+            for cut in [1, bytes.count / 2, bytes.count - 1] {
+                #expect(throws: DecodingError.self) { try JSONDecoder().decode(PageToken.self, from: bytes.prefix(cut)) }
+            }
+            // A position longer than any key, with a check that matches.
+            var oversized = json
+            let long = Data(repeating: 0x41, count: KeyLimits.maxKeyLength + 1)
+            oversized["after"] = long.base64EncodedString()
+            oversized["check"] = Int(PageToken.check(store: UInt64("\(json["store"]!)")!, keyspace: "Person", index: nil,
+                                                     query: UInt32("\(json["query"]!)")!, descending: false, after: long))
+            #expect(refusal(store, oversized)?.contains("longer than any key") == true, "\(refusal(store, oversized) ?? "read")")
+            // A position rewritten with its check recomputed reads on from there, inside the query only.
+            var moved = json
+            let position = Data(KeyCodec.encode("A", "3"))
+            moved["after"] = position.base64EncodedString()
+            moved["check"] = Int(PageToken.check(store: UInt64("\(json["store"]!)")!, keyspace: "Person", index: nil,
+                                                  query: UInt32("\(json["query"]!)")!, descending: false, after: position))
+            #expect(try read(store, moved).records.map(\.firstName) == ["4", "5"])
+
+            // The same token on another store with the same records: refused.
+            try withStore(.memory) { other, _ in
+                try people(other)
+                #expect(refusal(other, json)?.contains("was made on another store") == true, "\(refusal(other, json) ?? "read")")
+            }
         }
     }
 

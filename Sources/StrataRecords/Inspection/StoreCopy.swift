@@ -27,7 +27,7 @@ public enum StoreToolError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// What ``Store/copy(to:batchSize:progress:)`` wrote.
 public struct CopyReport: Sendable, Hashable {
-    /// Pairs copied (the manifest included), and their key and value bytes.
+    /// Pairs written (the manifest and the copy's own identity included).
     public let pairs: Int
     /// The key and value bytes of the pairs copied, in total (the manifest's not included).
     public let bytes: Int
@@ -95,7 +95,8 @@ extension Store {
             }
             try tx.scan(.all, reverse: false, limit: nil) { key, value in
                 done += 1
-                if key.elementsEqual(SystemKey.manifest) { return true }
+                // The destination gets its own manifest and identity (a copy is another store).
+                if key.elementsEqual(SystemKey.manifest) || key.elementsEqual(SystemKey.identity) { return true }
                 let size = key.count + value.count
                 if batch.count == min(batchSize, limits.maxOperationsPerTransaction ?? .max)
                     || (limits.maxBytesPerTransaction.map { batchBytes + size > $0 } ?? false) {
@@ -118,9 +119,12 @@ extension Store {
         guard copied == digest else {
             throw StoreToolError.copyMismatch(path: location, detail: "\(copied.pairs) pairs read back, \(digest.pairs) copied")
         }
-        try target.write { tx in try tx.put(StrataRecords.Manifest.encode(StrataRecords.Manifest.current(target, transforms: envelope.names)), forKey: SystemKey.manifest) }
+        try target.write { tx in
+            try tx.put(StrataRecords.Manifest.encode(StrataRecords.Manifest.current(target, transforms: envelope.names)), forKey: SystemKey.manifest)
+            try tx.put(StoreIdentity.encode(StoreIdentity.draw()), forKey: SystemKey.identity)
+        }
         try target.close()
-        return CopyReport(pairs: digest.pairs + 1, bytes: digest.bytes, batches: batches + 1)
+        return CopyReport(pairs: digest.pairs + 2, bytes: digest.bytes, batches: batches + 1)
     }
 }
 

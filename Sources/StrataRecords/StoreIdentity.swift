@@ -1,0 +1,36 @@
+import StrataEngine
+
+/// A store's identity (RecordFormat.md, "Identity"): a random number below 2^53 (so that every
+/// JSON parser holds a page token's copy exactly), drawn when the store is made, or first opened
+/// for writing by a build that has identities. Page tokens carry it, so a token is refused by
+/// every other store (a replica, a shard, a copy: `strata copy` gives the copy its own). It is no
+/// secret: it tells stores apart, it does not authenticate anything.
+enum StoreIdentity {
+    /// The identity stored in `engine`, drawn and stored first when there is none and the store
+    /// is writable; `nil` for a store without one opened read-only.
+    static func load(_ engine: any KeyValueEngine, readOnly: Bool) throws -> UInt64? {
+        if let stored = try engine.read({ tx in try tx.get(SystemKey.identity) }) { return try decode(stored) }
+        guard !readOnly else { return nil }
+        return try engine.write { tx in
+            if let stored = try tx.get(SystemKey.identity) { return try decode(stored) }  // another process drew it meanwhile
+            let identity = draw()
+            try tx.put(encode(identity), forKey: SystemKey.identity)
+            return identity
+        }
+    }
+
+    /// A new identity.
+    static func draw() -> UInt64 { UInt64.random(in: 1..<(1 << 53)) }
+
+    static func encode(_ identity: UInt64) -> [UInt8] { withUnsafeBytes(of: identity.littleEndian) { Array($0) } }
+
+    /// Eight bytes, little-endian, not zero.
+    static func decode(_ bytes: [UInt8]) throws -> UInt64 {
+        guard bytes.count == 8 else {
+            throw RecordError.manifestMismatch(detail: "the store's identity is \(bytes.count) bytes, not 8")
+        }
+        let identity = bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+        guard identity != 0, identity < 1 << 53 else { throw RecordError.manifestMismatch(detail: "the store's identity \(identity) is out of range") }
+        return identity
+    }
+}
