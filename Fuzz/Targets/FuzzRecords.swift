@@ -124,11 +124,18 @@ struct Volume: CodableRecord, Equatable, Sendable {
     }
 }
 
-/// A memory store holding `count` items and volumes, written through the record layer.
+/// A memory store holding `count` items and volumes, written through the record layer. Its
+/// identity (7) and its change feed's (42) are fixed, so that tokens in the committed corpus
+/// belong to the store every fuzzing process makes.
 func seededStore(items count: Int, changeFeed: Bool = false) throws -> (MemoryEngine, Store) {
     let engine = MemoryEngine()
+    _ = try Store(engine: engine)  // makes the store; the instance below reads the fixed identity
+    try engine.write { tx in try tx.put(StoreIdentity.encode(7), forKey: SystemKey.identity) }
     let store = try Store(engine: engine)
-    if changeFeed { try store.enableChangeFeed() }
+    if changeFeed {
+        try store.enableChangeFeed()
+        try engine.write { tx in try tx.put(ChangeLog.Settings(feed: 42, retention: .commits(100_000)).encoded(), forKey: SystemKey.changeFeed) }
+    }
     for n in 0..<count {
         try store.withTransaction { ctx in
             try ctx.insert(Item(n))

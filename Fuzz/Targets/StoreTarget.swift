@@ -58,8 +58,8 @@ enum StoreTarget {
         var seeds: [[UInt8]] = []
         for (count, feed) in [(0, false), (1, false), (3, true), (6, false)] {
             guard let (engine, store) = try? seededStore(items: count, changeFeed: feed) else { continue }
+            seeds.append(image(engine))  // before closing: a closed engine reads nothing
             try? store.close()
-            seeds.append(image(engine))
         }
         return seeds
     }

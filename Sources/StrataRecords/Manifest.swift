@@ -77,6 +77,8 @@ enum Manifest {
                 return contents.format < expected.format ? .needsUpgrade(from: contents.format) : .current
             }
             try tx.put(encode(expected), forKey: SystemKey.manifest)
+            // A new store gets its identity with its manifest: no reader ever sees it without one.
+            try tx.put(StoreIdentity.encode(StoreIdentity.draw()), forKey: SystemKey.identity)
             return .current
         }
     }

@@ -130,7 +130,7 @@ public struct Query<R: Record>: Sendable {
         try run({ try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
                 { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
                 filter: { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) })
-        let next = lastKey.map { PageToken(self, store: ctx.store.identity, order: order, position: $0) }
+        let next = try lastKey.map { PageToken(self, store: try ctx.storeIdentity(), order: order, position: $0) }
         return Page(records: records, next: next)
     }
 
@@ -195,15 +195,15 @@ public struct PageToken: Codable, Sendable, Hashable {
     /// CRC-32C of everything above: a token damaged or edited on its way is refused.
     private let check: UInt32?
 
-    init<R: Record>(_ query: Query<R>, store: UInt64?, order: Order, position: [UInt8]) {
+    init<R: Record>(_ query: Query<R>, store: UInt64, order: Order, position: [UInt8]) {
         version = Self.version
-        self.store = store ?? 0
+        self.store = store
         keyspace = R.recordType.keyspace
         index = query.index?.name
         self.query = query.fingerprint
         descending = order == .descending
         after = Data(position)
-        check = Self.check(store: self.store ?? 0, keyspace: keyspace, index: index, query: self.query, descending: descending, after: after)
+        check = Self.check(store: store, keyspace: keyspace, index: index, query: self.query, descending: descending, after: after)
     }
 
     /// The check over a token's fields, in RecordFormat.md's field encoding.
@@ -227,13 +227,22 @@ public struct PageToken: Codable, Sendable, Hashable {
         guard let store, let check,
               check == Self.check(store: store, keyspace: keyspace, index: index, query: self.query, descending: descending, after: after)
         else { throw refuse("is damaged or was altered: its check does not match") }
-        guard store == ctx.store.identity ?? 0 else { throw refuse("was made on another store") }
+        guard store == (try ctx.storeIdentity()) else { throw refuse("was made on another store") }
         guard after.count <= KeyLimits.maxKeyLength else { throw refuse("holds a position of \(after.count) bytes, longer than any key") }
         guard keyspace == R.recordType.keyspace else { throw refuse("belongs to keyspace \"\(keyspace)\"") }
         guard index == query.index?.name else { throw refuse(index.map { "was made on index \($0)" } ?? "was made on the key") }
         guard self.query == query.fingerprint else { throw refuse("was made by another query") }
         guard descending == (order == .descending) else { throw refuse("was made for the \(descending ? "descending" : "ascending") order") }
         return Array(after)
+    }
+}
+
+extension TransactionContext {
+    /// The store's identity for page tokens: known at open, or read in this transaction (0 when the
+    /// store has none; a damaged one throws).
+    func storeIdentity() throws -> UInt64 {
+        if let identity = store.identity { return identity }
+        return try StoreIdentity.read(in: reader)
     }
 }
 

@@ -29,8 +29,8 @@ public final class Store: Sendable {
     let writerID = Int.random(in: 1...Int.max)
     /// Brings other processes' commits to the observed queries, through the change feed.
     let follower = FeedFollower()
-    /// The store's identity (``StoreIdentity``), which page tokens carry; `nil` for a store made
-    /// before identities, opened read-only.
+    /// The store's identity (``StoreIdentity``), which page tokens carry, when it was known at
+    /// open; `nil` sends tokens to read it in their transaction.
     let identity: UInt64?
 
     /// Opens (with `.create`, creates) a store on `engine`: `.lmdb(path:)`, `.leveldb(path:)`,
@@ -71,7 +71,7 @@ public final class Store: Sendable {
                 if readOnly { throw RecordError.upgradeRequired(fromFormat: from) }
                 formatUpgrade = try FormatUpgrade.run(engine, batchSize: upgradeBatchSize, onBatch: onUpgradeBatch)
             }
-            identity = try StoreIdentity.load(engine, readOnly: readOnly)
+            identity = StoreIdentity.load(engine, readOnly: readOnly)
         } catch {
             try? engine.close()
             throw error

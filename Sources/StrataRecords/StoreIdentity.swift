@@ -7,16 +7,23 @@ import StrataEngine
 /// secret: it tells stores apart, it does not authenticate anything.
 enum StoreIdentity {
     /// The identity stored in `engine`, drawn and stored first when there is none and the store
-    /// is writable; `nil` for a store without one opened read-only.
-    static func load(_ engine: any KeyValueEngine, readOnly: Bool) throws -> UInt64? {
-        if let stored = try engine.read({ tx in try tx.get(SystemKey.identity) }) { return try decode(stored) }
+    /// is writable. `nil` when the store has none and cannot get one now (opened read-only, a full
+    /// disk) or its identity is damaged: page tokens then read it in their own transaction (absent
+    /// reads as 0, damaged throws), so every process agrees on what the store holds.
+    static func load(_ engine: any KeyValueEngine, readOnly: Bool) -> UInt64? {
+        if let stored = try? engine.read({ tx in try tx.get(SystemKey.identity) }) { return try? decode(stored) }
         guard !readOnly else { return nil }
-        return try engine.write { tx in
+        return try? engine.write { tx in
             if let stored = try tx.get(SystemKey.identity) { return try decode(stored) }  // another process drew it meanwhile
             let identity = draw()
             try tx.put(encode(identity), forKey: SystemKey.identity)
             return identity
         }
+    }
+
+    /// The identity `tx` sees: 0 when the store has none.
+    static func read(in tx: any KeyValueReader) throws -> UInt64 {
+        try tx.get(SystemKey.identity).map(decode) ?? 0
     }
 
     /// A new identity.

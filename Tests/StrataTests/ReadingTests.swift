@@ -171,6 +171,30 @@ struct ReadingTests {
         }
     }
 
+    @Test("a store made before identities: read-only, its tokens carry 0; the first writable open draws one and they are refused")
+    func tokensOfAnOlderStore() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let query = Query<Person>(.all.equal("A"))
+        do {
+            let store = try Store(.lmdb(path: dir.path))
+            try store.withTransaction { ctx in for i in 0..<6 { try ctx.insert(Person(lastName: "A", firstName: "\(i)", age: i)) } }
+            try store.engine.write { tx in try tx.delete(SystemKey.identity) }  // as a build without identities left it
+            try store.close()
+        }
+        let token: PageToken
+        do {
+            let reader = try Store(.lmdb(path: dir.path), mode: .readOnly)
+            defer { try? reader.close() }
+            token = try #require(try reader.withReadTransaction { ctx in try query.page(in: ctx, limit: 2).next })
+            #expect(try reader.withReadTransaction { ctx in try query.page(in: ctx, limit: 2, after: token) }.records.map(\.firstName) == ["2", "3"])
+        }
+        let writer = try Store(.lmdb(path: dir.path))
+        defer { try? writer.close() }
+        #expect(try writer.engine.read { tx in try tx.get(SystemKey.identity) } != nil, "the writable open drew an identity")
+        #expect(throws: RecordError.self) { try writer.withReadTransaction { ctx in try query.page(in: ctx, limit: 2, after: token) } }
+    }
+
     @Test("a cursor reads in batches inside its transaction and refuses to read after it")
     func cursor() throws {
         let engine = CountingEngine(MemoryEngine())

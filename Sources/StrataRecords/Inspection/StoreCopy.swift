@@ -29,7 +29,7 @@ public enum StoreToolError: Error, Sendable, Hashable, CustomStringConvertible {
 public struct CopyReport: Sendable, Hashable {
     /// Pairs written (the manifest and the copy's own identity included).
     public let pairs: Int
-    /// The key and value bytes of the pairs copied, in total (the manifest's not included).
+    /// The key and value bytes of the pairs copied, in total (the manifest's and identity's not included).
     public let bytes: Int
     /// Write transactions on the destination (the manifest's included).
     public let batches: Int
@@ -38,12 +38,14 @@ public struct CopyReport: Sendable, Hashable {
 extension Store {
     /// Copies the store, as one snapshot, into the empty store `destination` (any engine):
     /// every pair byte for byte except the manifest, which is rewritten for the destination's
-    /// engine. Writers of this store may keep writing: the copy holds exactly the state of the
+    /// engine, and the store's identity: the copy is another store and draws its own (page tokens
+    /// of one are refused by the other). Writers of this store may keep writing: the copy holds exactly the state of the
     /// moment it began (a backup). A copy read by another engine is restorable with another copy.
     ///
     /// The destination is written in batches of at most `batchSize` pairs (and within its engine's
     /// declared transaction limits), each its own transaction; its pairs are then read back and
-    /// compared with the source's (count and CRC-32C), and only then is the manifest written, last.
+    /// compared with the source's (count and CRC-32C), and only then are the manifest and the identity
+    /// written, last.
     /// An interrupted copy therefore holds data without a manifest, which every open refuses
     /// (``RecordError/manifestMismatch(detail:)``); delete it and copy again. Refused before
     /// anything is written: a destination that already holds data
