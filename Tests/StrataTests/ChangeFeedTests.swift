@@ -103,4 +103,38 @@ struct ChangeFeedTests {
             #expect(try store.changeFeedEnd().version == 2)
         }
     }
+
+    /// Found by the `entries` fuzz target: a chunk with a valid checksum whose keyspace position
+    /// does not fit an Int, or whose first change is near Int.max, trapped instead of throwing.
+    @Test("a chunk naming an absurd keyspace position or first change is a typed error, not a trap",
+          arguments: [(UInt64.max, 0), (UInt64(0), Int.max)] as [(UInt64, Int)])
+    func absurdChunk(keyspacePosition: UInt64, first: Int) throws {
+        let key = [0] + KeyCodec.encode("changes") + KeyCodec.encode(5, 1, first)
+        var w = FieldWriter()
+        w.write(UInt64(1))            // committed at
+        w.write(7)                    // writer
+        w.writeVarint(2)              // changes in the transaction
+        w.write(["Note"])             // keyspaces
+        w.writeVarint(1)              // changes in the chunk
+        w.writeVarint(keyspacePosition)
+        w.write(UInt8(0))             // kind
+        w.writeBytes([1, 2])          // key
+        let checksum = key.withUnsafeBytes { k in w.bytes.withUnsafeBytes { RecordChecksum.of(key: k, value: $0) } }
+        let value = w.bytes + withUnsafeBytes(of: checksum.littleEndian) { Array($0) }
+        #expect(throws: RecordError.self) {
+            try key.withUnsafeBytes { k in try value.withUnsafeBytes { try ChangeLog.decodeChunk(key: k, value: $0, feed: 5) } }
+        }
+    }
+
+    /// Found by the `entries` fuzz target's round trip: a chunk's transaction count was read as a
+    /// count of the bytes left, so a large transaction's last, short chunk was refused as damaged.
+    @Test("a chunk holding fewer bytes than its transaction has changes (a large transaction's last) reads")
+    func lastChunkOfALargeTransaction() throws {
+        let key = [0] + KeyCodec.encode("changes") + KeyCodec.encode(5, 1, 4_999)
+        let change = RecordChange(keyspace: "Note", key: EncodedIndexKey(bytes: KeyCodec.encode(7)), kind: .insert)
+        let value = ChangeLog.encodeChunk(key: key, committedAt: 1, writer: 9, total: 5_000, [change][...])
+        let chunk = try key.withUnsafeBytes { k in try value.withUnsafeBytes { try ChangeLog.decodeChunk(key: k, value: $0, feed: 5) } }
+        #expect(chunk.total == 5_000 && chunk.first == 4_999 && chunk.changes == [change])
+    }
 }
+

@@ -155,17 +155,25 @@ enum ChangeLog {
         do {
             let body = try RecordChecksum.body(ofKey: key, value: value)
             var r = FieldReader(body)
-            var chunk = Chunk(version: version, first: first, committedAt: try r.read(UInt64.self), writer: try r.read(Int.self),
-                              total: Int(try r.readCount()), changes: [])
+            // The transaction's change count, not this chunk's: not bounded by the bytes left (a
+            // large transaction's last chunk holds fewer bytes than the transaction has changes; a
+            // count read as bounded refused it as damaged: found by the `entries` fuzz target).
+            let committedAt = try r.read(UInt64.self), writer = try r.read(Int.self), total = try r.readVarint()
+            guard total <= UInt64(Int.max) else { throw FieldDecodingError(offset: r.offset, reason: "a transaction of \(total) changes") }
+            var chunk = Chunk(version: version, first: first, committedAt: committedAt, writer: writer, total: Int(total), changes: [])
             guard changesToo else { return chunk }
             let keyspaces = try r.read([String].self)
             let count = try r.readCount()
-            guard first + count <= chunk.total else { throw FieldDecodingError(offset: r.offset, reason: "\(count) changes from \(first), of \(chunk.total)") }
+            // Compared without adding: a damaged key's `first` can be near Int.max (found by the
+            // `entries` fuzz target, as the keyspace position's conversion below).
+            guard first <= chunk.total, count <= chunk.total - first else {
+                throw FieldDecodingError(offset: r.offset, reason: "\(count) changes from \(first), of \(chunk.total)")
+            }
             chunk.changes.reserveCapacity(count)
             for _ in 0..<count {
-                let keyspace = Int(try r.readVarint()), kind = Int(try r.read(UInt8.self))
-                guard keyspace < keyspaces.count, kind < kinds.count else { throw FieldDecodingError(offset: r.offset, reason: "a change names no keyspace or kind") }
-                chunk.changes.append(RecordChange(keyspace: keyspaces[keyspace], key: EncodedIndexKey(bytes: Array(try r.readBytes())), kind: kinds[kind]))
+                let keyspace = try r.readVarint(), kind = Int(try r.read(UInt8.self))
+                guard keyspace < UInt64(keyspaces.count), kind < kinds.count else { throw FieldDecodingError(offset: r.offset, reason: "a change names no keyspace or kind") }
+                chunk.changes.append(RecordChange(keyspace: keyspaces[Int(keyspace)], key: EncodedIndexKey(bytes: Array(try r.readBytes())), kind: kinds[kind]))
             }
             try r.finish()
             return chunk
