@@ -52,8 +52,11 @@ DOC_TARGETS = $(LIBRARY_MODULES)
 LIBRARY_MODULES := StrataEngine StrataLMDB StrataLevelDB StrataSQLite StrataMemory StrataKeyCodec \
   StrataRecords StrataSchemaHash StrataMacros StrataBundledEngines Strata StrataConformance StrataRecordConformance \
   StrataEtcd StrataEtcdCluster StrataStoreTools
+# In a clone whose tests were never built, the test modules' symbol graphs fail to load: only the
+# library modules' are needed (undocumented.py requires each), so only other errors fail the target.
 docs: deps
-	swift package dump-symbol-graph --minimum-access-level public >/dev/null
+	swift package dump-symbol-graph --minimum-access-level public >/dev/null 2>.build/dump-symbol-graph.log || \
+	  ! grep "error:" .build/dump-symbol-graph.log | grep -v "'StrataPackage\(Discovered\)\?Tests'"
 	python3 Tests/Docs/undocumented.py "$$(swift build --show-bin-path)/../symbolgraph" $(LIBRARY_MODULES)
 	swift package generate-documentation $(foreach t,$(DOC_TARGETS),--target $(t)) --warnings-as-errors
 
