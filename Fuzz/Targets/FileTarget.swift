@@ -57,8 +57,7 @@ enum FileTarget {
             }
             while engine.name != "lmdb", !r.isAtEnd {
                 let name = String(decoding: r.chunk(), as: UTF8.self)
-                let count = Int(r.byte()) << 16 | Int(r.byte()) << 8 | Int(r.byte())
-                let content = Data(r.take(count))
+                let content = Data(r.chunk(lengthBytes: 3))
                 // Plain names only: the input must not write outside its directory.
                 guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else { continue }
                 try content.write(to: URL(fileURLWithPath: directory).appendingPathComponent(name))
@@ -106,8 +105,7 @@ enum FileTarget {
                     guard let content = FileManager.default.contents(atPath: directory + "/" + name), content.count < 1 << 24,
                           name != "lock.mdb", name != "LOCK"
                     else { continue }
-                    seed += framed(Array(name.utf8)) + [UInt8(content.count >> 16), UInt8(content.count >> 8 & 0xFF), UInt8(content.count & 0xFF)]
-                        + Array(content)
+                    seed += framed(Array(name.utf8)) + framed(Array(content), lengthBytes: 3)
                 }
                 seeds.append(seed)
             }

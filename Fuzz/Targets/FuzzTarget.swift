@@ -43,9 +43,9 @@ struct InputReader {
         return UnsafeRawBufferPointer(rebasing: bytes[min(offset, end)..<end])
     }
 
-    /// A chunk whose length is the next byte (or the next two with `wide`).
-    mutating func chunk(wide: Bool = false) -> [UInt8] {
-        let count = wide ? Int(byte()) << 8 | Int(byte()) : Int(byte())
+    /// A chunk whose length is the next `lengthBytes` bytes (big-endian), then its bytes.
+    mutating func chunk(lengthBytes: Int = 1) -> [UInt8] {
+        let count = (0..<lengthBytes).reduce(0) { length, _ in length << 8 | Int(byte()) }
         return Array(take(count))
     }
 
@@ -53,9 +53,11 @@ struct InputReader {
     mutating func rest() -> UnsafeRawBufferPointer { take(bytes.count) }
 }
 
-/// The framing `InputReader.chunk` reads: a length byte (two with `wide`), then the bytes.
-func framed(_ bytes: [UInt8], wide: Bool = false) -> [UInt8] {
-    wide ? [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)] + bytes : [UInt8(min(bytes.count, 255))] + bytes.prefix(255)
+/// The framing `InputReader.chunk` reads: the length in `lengthBytes` bytes (big-endian; one byte
+/// frames at most 255 bytes, the rest is cut), then the bytes.
+func framed(_ bytes: [UInt8], lengthBytes: Int = 1) -> [UInt8] {
+    let kept = lengthBytes == 1 ? Array(bytes.prefix(255)) : bytes
+    return (0..<lengthBytes).reversed().map { UInt8(truncatingIfNeeded: kept.count >> (8 * $0)) } + kept
 }
 
 /// `value` followed by the checksum a stored value ends with (format 2's, or format 1's), so

@@ -19,7 +19,7 @@ enum StoreTarget {
                 while !r.isAtEnd {
                     let flags = r.byte()
                     let key = r.chunk()
-                    let chunk = r.chunk(wide: true)
+                    let chunk = r.chunk(lengthBytes: 2)
                     let value = flags & 1 != 0 ? withChecksum(chunk, key: key) : chunk
                     guard !key.isEmpty else { continue }
                     try tx.put(value, forKey: key)
@@ -50,7 +50,7 @@ enum StoreTarget {
         guard let all = try? pairs(of: engine) else { return [] }
         return all.flatMap { pair -> [UInt8] in
             let isRecord = pair.key.first != SystemKey.prefix.first || pair.key.starts(with: SystemKey.changeLog)
-            return [isRecord ? 1 : 0] + framed(pair.key) + framed(isRecord ? Array(pair.value.dropLast(4)) : pair.value, wide: true)
+            return [isRecord ? 1 : 0] + framed(pair.key) + framed(isRecord ? Array(pair.value.dropLast(4)) : pair.value, lengthBytes: 2)
         }
     }
 

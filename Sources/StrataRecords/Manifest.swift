@@ -78,7 +78,7 @@ enum Manifest {
             }
             try tx.put(encode(expected), forKey: SystemKey.manifest)
             // A new store gets its identity with its manifest: no reader ever sees it without one.
-            try tx.put(StoreIdentity.encode(StoreIdentity.draw()), forKey: SystemKey.identity)
+            try StoreIdentity.drawNew(in: tx)
             return .current
         }
     }

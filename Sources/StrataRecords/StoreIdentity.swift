@@ -3,8 +3,8 @@ import StrataEngine
 /// A store's identity (RecordFormat.md, "Identity"): a random number below 2^53 (so that every
 /// JSON parser holds a page token's copy exactly), drawn when the store is made, or first opened
 /// for writing by a build that has identities. Page tokens carry it, so a token is refused by
-/// every other store (a replica, a shard, a copy: `strata copy` gives the copy its own). It is no
-/// secret: it tells stores apart, it does not authenticate anything.
+/// every other store (a shard, a copy: `strata copy` gives the copy its own; a backup of the files
+/// keeps it). It is no secret: it tells stores apart, it does not authenticate anything.
 enum StoreIdentity {
     /// The identity stored in `engine`, drawn and stored first when there is none and the store
     /// is writable. `nil` when the store has none and cannot get one now (opened read-only, a full
@@ -15,19 +15,22 @@ enum StoreIdentity {
         guard !readOnly else { return nil }
         return try? engine.write { tx in
             if let stored = try tx.get(SystemKey.identity) { return try decode(stored) }  // another process drew it meanwhile
-            let identity = draw()
-            try tx.put(encode(identity), forKey: SystemKey.identity)
-            return identity
+            return try drawNew(in: tx)
         }
+    }
+
+    /// Draws a new identity and stores it (a new store, a copy, an older store's first writable open).
+    @discardableResult
+    static func drawNew(in tx: any KeyValueWriter) throws -> UInt64 {
+        let identity = UInt64.random(in: 1..<(1 << 53))
+        try tx.put(encode(identity), forKey: SystemKey.identity)
+        return identity
     }
 
     /// The identity `tx` sees: 0 when the store has none.
     static func read(in tx: any KeyValueReader) throws -> UInt64 {
         try tx.get(SystemKey.identity).map(decode) ?? 0
     }
-
-    /// A new identity.
-    static func draw() -> UInt64 { UInt64.random(in: 1..<(1 << 53)) }
 
     static func encode(_ identity: UInt64) -> [UInt8] { withUnsafeBytes(of: identity.littleEndian) { Array($0) } }
 

@@ -123,7 +123,7 @@ extension Store {
         }
         try target.write { tx in
             try tx.put(StrataRecords.Manifest.encode(StrataRecords.Manifest.current(target, transforms: envelope.names)), forKey: SystemKey.manifest)
-            try tx.put(StoreIdentity.encode(StoreIdentity.draw()), forKey: SystemKey.identity)
+            try StoreIdentity.drawNew(in: tx)
         }
         try target.close()
         return CopyReport(pairs: digest.pairs + 2, bytes: digest.bytes, batches: batches + 1)
