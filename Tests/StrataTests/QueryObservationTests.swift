@@ -313,7 +313,13 @@ struct QueryObservationTests {
         let model = LiveResults(Query<Gauge>(RecordQuery.all.equal(1)), in: store)
         #expect(model.version == nil && model.records.isEmpty)
         let task = Task { await model.run() }
-        let deadline = ContinuousClock.now + .seconds(600)
+        // A guard against a hang, not a speed check. This test's loops run on the main actor, but
+        // the model's iteration hops through the cooperative pool (2 threads here), which the
+        // suite's long synchronous tests hold: measured in a debug run of the whole suite, 100 s
+        // to the first snapshot and 22 s to a delivery (alone, milliseconds); under AddressSanitizer
+        // the two together passed 600 s once (CI, stop 58). The loops on the pool are served in
+        // turn with the work they wait for; this one is not.
+        let deadline = ContinuousClock.now + .seconds(2400)
         while model.version == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(model.records.map(\.id) == [1])
         #expect(model.changes == nil)
