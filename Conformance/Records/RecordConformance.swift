@@ -13,10 +13,11 @@ import StrataConformance
 /// ```
 public enum RecordConformance {
     /// Every record-layer case: `index/…` (queries of every shape on every kind of index, their
-    /// maintenance by every kind of write, unique violations, key limits, builds, paging) and
+    /// maintenance by every kind of write, unique violations, key limits, builds, paging), `totals/…`
+    /// (indexes of totals: counts and sums per group, kept, built online, refused where records are meant) and
     /// `changefeed/…` (the change feed: exactly the committed transactions, tokens, retention) and
     /// `migration/…` (schema versions across a reopen: explicit bumps always migrate) and `codable/…`
     /// (plain `Codable` records in every value format, typed queries by `id`, key-path indexes)
     /// and `generated-keys/…` (auto-increment keys).
-    public static let cases: [ConformanceCase] = IndexCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all + CodableRecordCases.all + GeneratedKeyCases.all
+    public static let cases: [ConformanceCase] = IndexCases.all + AggregateCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all + CodableRecordCases.all + GeneratedKeyCases.all
 }

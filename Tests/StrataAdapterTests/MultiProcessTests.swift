@@ -138,7 +138,7 @@ struct PrepareCrashHarnessTests {
         #expect(run.output.contains("in build") && run.output.contains("in migration"), "kills land in both phases: \(run.output)")
     }
 
-    @Test("the harness reports a lost record and a stale index entry", arguments: ["lost", "stale"])
+    @Test("the harness reports a lost record, a stale index entry and a wrong total", arguments: ["lost", "stale", "total"])
     func harnessCanFail(fault: String) throws {
         let run = try runProgram(strataTool, ["prepare-crash-test", "--engine", "sqlite", "--kills", "2", "--inject-fault", fault])
         #expect(run.status != 0, "\(run.output)")

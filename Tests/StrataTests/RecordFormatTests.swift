@@ -131,6 +131,9 @@ struct RecordFormatTests {
         }, readsBack: { bytes in
             try bytes.withUnsafeBytes { try StoredIndex(decoding: $0, keyspace: "Note", name: "byLength") } == Self.byLength
         }),
+        FormatVector(name: "total of 3 records summing to -2", written: { AggregateTotal(count: 3, sum: -2).encoded }, readsBack: { bytes in
+            AggregateTotal(stored: bytes) == AggregateTotal(count: 3, sum: -2)
+        }),
         key("change feed settings", SystemKey.changeFeed, components: ["changefeed"]),
         FormatVector(name: "chunk of feed 5, version 3, from change 0", written: {
             ChangeLog.chunkKey(feed: 5, version: 3, first: 0)

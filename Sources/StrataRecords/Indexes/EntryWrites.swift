@@ -18,6 +18,8 @@ final class EntryWrites {
     @exclusivity(unchecked) @usableFromInline var entries = IndexEntries(keys: KeyWriter(capacity: 256))
     /// What to do, in order, with which bytes of the buffer.
     @exclusivity(unchecked) @usableFromInline var writes = ReusedArray<Write>()
+    /// The totals of indexes of totals to write (`nil`: delete the group), after the entries.
+    @usableFromInline var totals: [(key: [UInt8], value: [UInt8]?)] = []
 
     @usableFromInline
     enum Kind {
@@ -90,11 +92,15 @@ final class EntryWrites {
                 }
             }
         }
+        for (key, value) in totals {
+            if let value { try writer.put(value, forKey: key) } else { try writer.delete(key) }
+        }
     }
 
     @inlinable
     func removeAll() {
         entries.removeAll()
         writes.removeAll()
+        if !totals.isEmpty { totals.removeAll(keepingCapacity: true) }
     }
 }

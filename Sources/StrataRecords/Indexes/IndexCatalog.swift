@@ -156,6 +156,8 @@ struct ActiveIndex: Sendable {
     let state: IndexState
     @usableFromInline let unique: Bool
     @usableFromInline let covering: Bool
+    /// Whether it keeps a total per group (``IndexStorage/totals``) rather than an entry per record.
+    @usableFromInline let totals: Bool
     let componentCount: Int
     /// The readable generation a changed definition replaced, while this one is built.
     @usableFromInline var previous: PreviousIndex?
@@ -337,7 +339,7 @@ enum IndexCatalog {
                 position: position, name: index.name,
                 prefix: entriesPrefix(keyspace: keyspace, name: index.name, generation: registeredIndex.generation),
                 generation: registeredIndex.generation, state: registeredIndex.state, unique: index.unique, covering: index.covering,
-                componentCount: index.components.count,
+                totals: index.storage == .totals, componentCount: index.components.count,
                 previous: try registeredIndex.previous.map { try previousIndex($0, of: R.self, name: index.name, for: definition, catalog: catalog()) }))
         }
         if let writer {

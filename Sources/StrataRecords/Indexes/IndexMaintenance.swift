@@ -51,6 +51,10 @@ extension TransactionContext {
         // Every kind alike: the maintainer adds the new record's entries and the old one's; the
         // entries both have are kept as they are (a covering one is rewritten: the value changed).
         for index in indexes {
+            if index.totals {
+                plan.totals += try totalWrites(declared[index.position], index, key: key, new: record, old: old)
+                continue
+            }
             let writeEntries = declared[index.position].writeEntries  // not the whole declaration: a copy costs a retain per member
             plan.entries.start(prefix: index.prefix, primary: primary)
             let new = plan.collect { writeEntries(record, &$0) }
@@ -236,9 +240,14 @@ extension TransactionContext {
                 }
             }
         }
-        for index in indexes {
+        var totals: [(key: [UInt8], value: [UInt8]?)] = []
+        for index in indexes where index.totals {
+            totals += try totalWrites(declared[index.position], index, key: key, new: nil, old: record)
+        }
+        for index in indexes where !index.totals {
             for entry in declared[index.position].entryValues(of: record) { try writer.delete(Self.entryKey(index.prefix, entry.bytes, primary)) }
         }
+        try apply(totals: totals, to: writer)
         for entryKey in previousEntries { try writer.delete(entryKey) }
         for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
     }

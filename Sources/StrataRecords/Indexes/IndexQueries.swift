@@ -314,13 +314,19 @@ extension TransactionContext {
 
     /// Where the entries of `index` are read, after the checks every index query makes: declared,
     /// readable (or standing in for by a previous generation), and `query` (when given) of the
-    /// index's shape.
+    /// index's shape. Record queries read an index of entries, ``RecordIndex/total(in:_:)`` one of
+    /// totals (`totals`); each refuses the other.
     @usableFromInline
-    func indexSource<R: Record>(_ index: RecordIndex<R>, _ query: RecordQuery?) throws -> IndexSource {
+    func indexSource<R: Record>(_ index: RecordIndex<R>, _ query: RecordQuery?, totals: Bool = false) throws -> IndexSource {
         let indexes = try prepare(R.self)
         // Fields read in place, by position: firstIndex(where:) and whole-ActiveIndex reads
         // copied it twice, a twentieth of a covering lookup's instructions.
         for i in indexes.indices where indexes[i].name == index.name {
+            if indexes[i].totals != totals {
+                throw RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: totals
+                    ? "it keeps an entry per record, not totals: count its records with count(in:)"
+                    : "it keeps totals (\(index.kind)), not records: read it with total(in:) or totals(in:)")
+            }
             let state = indexes[i].state
             guard state == .readable || indexes[i].previous != nil else {
                 throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: state)

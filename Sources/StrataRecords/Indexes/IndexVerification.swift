@@ -26,7 +26,7 @@ public struct IndexVerification: Sendable, Hashable {
 
 extension TransactionContext {
     /// Recomputes each readable index of `R` from the records and compares it with the stored
-    /// entries: missing and stale entries (what `strata verify` reports, and what the tests
+    /// entries (an index of totals: each group's total, as its entry's value): missing and stale entries (what `strata verify` reports, and what the tests
     /// check after every random log). Reads every record and entry: O(records + entries).
     public func verifyIndexes<R: Record>(_: R.Type) throws -> [IndexVerification] {
         let indexes = try prepare(R.self)
@@ -35,6 +35,7 @@ extension TransactionContext {
         for index in indexes where index.state == .readable {
             let declaration = R.indexes[index.position]
             var expected: [[UInt8]: [UInt8]] = [:]
+            var totals: [[UInt8]: AggregateTotal] = [:]  // an index of totals: each group's, stored as its entry's value
             var unreadable = 0
             try reader.scan(KeyRange.components(prefix: keyspacePrefix), reverse: false, limit: nil) { key, value in
                 let record: R
@@ -44,11 +45,18 @@ extension TransactionContext {
                     unreadable += 1  // no entries can be derived; reading it fails either way
                     return true
                 }
+                if index.totals {
+                    for (group, amount) in declaration.totalEntries(of: record) {
+                        totals[index.prefix + group, default: .zero] = totals[index.prefix + group, default: .zero].adding(AggregateTotal(count: 1, sum: amount)) ?? .zero
+                    }
+                    return true
+                }
                 for entry in declaration.entryValues(of: record) {
                     expected[index.prefix + entry.bytes + key[keyspacePrefix.count...]] = index.covering ? Array(value) : []
                 }
                 return true
             }
+            for (key, total) in totals { expected[key] = total.encoded }
             var result = IndexVerification(index: index.name, expected: expected.count, unreadableRecords: unreadable)
             try reader.scan(KeyRange.components(prefix: index.prefix), reverse: false, limit: nil) { key, value in
                 let stored = Array(key)

@@ -64,8 +64,11 @@ public struct RecordIndex<R: Record>: @unchecked Sendable {
     public let unique: Bool
     /// Whether each entry holds the record's value (reads need no second lookup; entries are larger).
     public let covering: Bool
-    /// The index's kind (``IndexMaintainer/kind``): `value` unless declared with a maintainer.
+    /// The index's kind as its definition names it (``IndexMaintainer/definedKind``): `value`
+    /// unless declared with a maintainer.
     public let kind: String
+    /// Whether it keeps an entry per record or a total per group (``IndexMaintainer/storage``).
+    public let storage: IndexStorage
     /// Adds a record's entries: the maintainer's ``IndexMaintainer/writeEntries(of:to:)``, captured
     /// where the index is declared, so it is specialized for `R`.
     @usableFromInline let writeEntries: (R, inout IndexEntries) -> Void
@@ -88,12 +91,14 @@ public struct RecordIndex<R: Record>: @unchecked Sendable {
     @inlinable
     public init<M: IndexMaintainer>(_ name: String, _ maintainer: M, unique: Bool = false, covering: Bool = false) where M.Indexed == R {
         precondition(!name.isEmpty, "an index needs a name")
-        precondition(!maintainer.components.isEmpty, "index \(name) needs at least one component")
+        precondition(!maintainer.components.isEmpty || M.storage == .totals, "index \(name) needs at least one component")
+        precondition(M.storage == .entries || !(unique || covering), "index \(name) keeps totals: it can be neither unique nor covering")
         self.name = name
         self.components = maintainer.components
         self.unique = unique
         self.covering = covering
-        self.kind = M.kind
+        self.kind = maintainer.definedKind
+        self.storage = M.storage
         writeEntries = { record, entries in maintainer.writeEntries(of: record, to: &entries) }
     }
 
@@ -104,6 +109,17 @@ public struct RecordIndex<R: Record>: @unchecked Sendable {
         var entries = IndexEntries(keys: KeyWriter(capacity: 32))
         writeEntries(record, &entries)
         return entries.found.indices.map { IndexValue(bytes: Array(entries.keys.bytes[entries.found[$0].key]), isNil: entries.found[$0].isNil) }
+    }
+
+    /// The groups of `record` in an index of totals (``IndexStorage/totals``): each group's
+    /// encoded values, distinct, with the amount the record adds to its sum.
+    @usableFromInline
+    func totalEntries(of record: R) -> [(group: [UInt8], amount: Int64)] {
+        var entries = IndexEntries(keys: KeyWriter(capacity: 32))
+        writeEntries(record, &entries)
+        var amounts: [Int: Int64] = [:]
+        for i in entries.amounts.indices { amounts[entries.amounts[i].position] = entries.amounts[i].amount }
+        return entries.found.indices.map { (Array(entries.keys.bytes[entries.found[$0].key]), amounts[$0] ?? 0) }
     }
 
     /// The definition as the catalog stores it: kind, components (names, types, multi-valued),

@@ -240,6 +240,9 @@ extension CatalogSnapshot {
         if record.undescribed != nil {
             throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
         }
+        if AggregateKinds.keepTotals(definition.kind) {
+            throw IndexUnverifiable(reason: "index of totals (\(definition.kind)): its totals are recomputed by verifyIndexes, which has the Swift type")
+        }
         guard let reading = IndexKinds.reading(definition.kind) else {
             throw IndexUnverifiable(reason: "index kind \(definition.kind) is not registered (IndexKinds): its entries come from Swift code only")
         }

@@ -214,11 +214,28 @@ extension TransactionContext {
         let declaration = R.indexes[index.position]
         var operations = 0
         var handled = 0
+        var totals: [[UInt8]: AggregateTotal] = [:]  // an index of totals: what the batch adds to each group
         for (key, value) in batch {
             // A record that cannot be read (damaged, or of a version without migration) gets no
             // entry: reading it fails either way. It is counted; the build goes on.
             guard let record = try readable(R.self, key: key, value: value) else {
                 report.unindexed += 1
+                handled += 1
+                continue
+            }
+            if index.totals {
+                let groups = declaration.totalEntries(of: record)
+                if let limit = batching.operations, handled > 0, operations + groups.count > limit {
+                    exhausted = false
+                    break
+                }
+                for (group, amount) in groups {
+                    guard let sum = totals[group, default: .zero].adding(AggregateTotal(count: 1, sum: amount)) else {
+                        throw totalOverflow(R.self, index)
+                    }
+                    totals[group] = sum
+                }
+                operations += groups.count
                 handled += 1
                 continue
             }
@@ -236,6 +253,7 @@ extension TransactionContext {
             operations += entries.count
             handled += 1
         }
+        try apply(totals: try totalWrites(R.self, index, adding: totals), to: writer)
         report.recordsIndexed += handled
         if exhausted {
             guard var stored = try IndexCatalog.stored(keyspace: keyspace, in: reader).first(where: { $0.name == index.name })?.index else { return handled }

@@ -22,14 +22,17 @@ struct CrashItemV1: Record {
     init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); group = try fields.read() }
 }
 
-/// The records after: version 2 (the group also as text), an index on the group, a migration from 1.
+/// The records after: version 2 (the group also as text), an index on the group, a total per
+/// label, a migration from 1.
 struct CrashItemV2: Record {
     var id: Int
     var group: Int
     var label: String
     static let recordType = RecordType(keyspace: "CrashItem", version: 2, key: [("id", Int.self)])
     static let byGroup = RecordIndex<CrashItemV2>("byGroup", .field("group", \.group), .field("label", \.label))
-    static let indexes = [byGroup]
+    /// An index of totals: a build that counted a batch twice, or missed one, is off by its records.
+    static let perLabel = RecordIndex<CrashItemV2>("perLabel", AggregateIndex.sum("group", \.group, by: .field("label", \.label)))
+    static let indexes = [byGroup, perLabel]
     func writeKey(to key: inout KeyWriter) { key.append(id) }
     func writeFields(to fields: inout FieldWriter) { fields.write(group); fields.write(label) }
     init(id: Int, group: Int, label: String) { (self.id, self.group, self.label) = (id, group, label) }
@@ -77,7 +80,7 @@ struct PrepareCrashTest: ParsableCommand {
     @Option(help: "Kills per engine.") var kills = 20
     @Option(help: "Records in the store.") var records = 1_500
     @Option(help: "Random seed for the kill moments.") var seed: UInt64 = 1
-    @Option(help: ArgumentHelp("Damage the store after each kill (proves the checks can fail): lost or stale.", visibility: .hidden))
+    @Option(help: ArgumentHelp("Damage the store after each kill (proves the checks can fail): lost, stale or total.", visibility: .hidden))
     var injectFault: String?
 
     func run() throws {
@@ -90,8 +93,8 @@ struct PrepareCrashTest: ParsableCommand {
                 let path = NSTemporaryDirectory() + "strata-prepare-crash-\(kind.name)-\(getpid())"
                 defer { try? FileManager.default.removeItem(atPath: path) }
                 try Self.makeStore(kind, path, records: records)
-                // Kill after a random number of batches: 2 × records / 25 batches in all (build, then migration).
-                let target = Int.random(in: 1...(2 * records / 25), using: &random)
+                // Kill after a random number of batches: 3 × records / 25 batches in all (two builds, then migration).
+                let target = Int.random(in: 1...(3 * records / 25), using: &random)
                 let child = try ChildProcess(["prepare-writer", "--engine", kind.name, "--path", path])
                 let lines = child.waitForLines(target, seconds: 120)
                 usleep(UInt32.random(in: 0...5_000, using: &random))
@@ -118,8 +121,8 @@ struct PrepareCrashTest: ParsableCommand {
         try setup.close()
     }
 
-    /// What the checks must catch: a record deleted (`lost`), or an index entry for a record that
-    /// is not there (`stale`), written underneath the record layer.
+    /// What the checks must catch: a record deleted (`lost`), an index entry for a record that
+    /// is not there (`stale`), or a total no records call for (`total`), written underneath the record layer.
     static func damage(_ kind: EngineKind, _ path: String, _ fault: String) throws {
         let engine = try kind.open(path, EngineOptions(mode: .openExisting))
         defer { try? engine.close() }
@@ -129,6 +132,9 @@ struct PrepareCrashTest: ParsableCommand {
             case "stale":
                 // Generation 1 of byGroup: an entry naming record 1,000,000 in group 3.
                 try tx.put([], forKey: [0] + KeyCodec.encode("ix", "CrashItem", "byGroup", 1, 3, "g3", 1_000_000))
+            case "total":
+                // Generation 1 of perLabel: a total of one record (count 1, sum 3) in a label no record has.
+                try tx.put([1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0], forKey: [0] + KeyCodec.encode("ix", "CrashItem", "perLabel", 1, "g999"))
             default: throw ValidationError("unknown fault \(fault)")
             }
         }
@@ -150,6 +156,9 @@ struct PrepareCrashTest: ParsableCommand {
             }
             let perGroup = try (0..<17).map { try CrashItemV2.byGroup.count(in: ctx, .all.equal($0)) }
             if perGroup.reduce(0, +) != records { return "the index counts \(perGroup.reduce(0, +)) records" }
+            let total = try CrashItemV2.perLabel.total(in: ctx)
+            let sum = Int64((0..<records).reduce(0) { $0 + $1 % 17 })
+            if total != AggregateTotal(count: Int64(records), sum: sum) { return "the totals are \(total), expected count \(records), sum \(sum)" }
             return nil
         }
     }

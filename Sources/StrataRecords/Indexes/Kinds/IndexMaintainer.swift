@@ -46,7 +46,33 @@ public protocol IndexMaintainer<Indexed>: Sendable {
     var components: [IndexComponent<Indexed>] { get }
     /// Adds each of `record`'s entries to `entries` with ``IndexEntries/add(isNil:_:)``, its
     /// components' key encodings in order. A record may have none or several; duplicates count once.
+    /// A kind that keeps totals (``storage``) adds each group with ``IndexEntries/add(amount:_:)``.
     func writeEntries(of record: Indexed, to entries: inout IndexEntries)
+    /// How the record layer keeps the entries `writeEntries` gives: one per record
+    /// (``IndexStorage/entries``, the default) or one total per group (``IndexStorage/totals``).
+    static var storage: IndexStorage { get }
+    /// The kind as the index's stored definition names it: ``kind`` (the default), or the kind
+    /// with what else defines the index (the field a sum adds up), so that changing that rebuilds it.
+    var definedKind: String { get }
+}
+
+extension IndexMaintainer {
+    /// One entry per record.
+    public static var storage: IndexStorage { .entries }
+    /// ``kind``.
+    public var definedKind: String { Self.kind }
+}
+
+/// How an index keeps what its maintainer's ``IndexMaintainer/writeEntries(of:to:)`` gives.
+public enum IndexStorage: Sendable, Hashable {
+    /// An entry per record and set of values, `prefix ‖ values ‖ primary key`, written and
+    /// deleted with the record: what a query reads to find records.
+    case entries
+    /// A total per group of values, `prefix ‖ values`, holding how many records have them and
+    /// the sum of their amounts (``AggregateTotal``): each write adds to its groups' totals and
+    /// takes its old record's amounts from them, in its transaction. Read with
+    /// ``RecordIndex/total(in:_:)`` and ``RecordIndex/totals(in:_:limit:order:)``; record queries refuse it.
+    case totals
 }
 
 /// Where an ``IndexMaintainer`` adds a record's entries: each one is written, with the index's
@@ -69,6 +95,15 @@ public struct IndexEntries {
 
     /// Each entry added, in order.
     @usableFromInline var found = ReusedArray<Entry>()
+    /// The amounts of the entries added with ``add(amount:_:)`` (an index of totals), with their
+    /// positions in ``found``.
+    @usableFromInline var amounts = ReusedArray<Amount>()
+    @usableFromInline
+    struct Amount {
+        @usableFromInline var position: Int
+        @usableFromInline var amount: Int64
+        @inlinable init(position: Int, amount: Int64) { (self.position, self.amount) = (position, amount) }
+    }
     /// Where the current record's entries start in `found` (the ones before belong to other records).
     @usableFromInline var first: Int
     /// The index's prefix and the record's primary key, around each entry's values.
@@ -107,6 +142,7 @@ public struct IndexEntries {
         primary = []
         keys.removeAll()
         found.removeAll()
+        amounts.removeAll()
         first = 0
         seen = nil
     }
@@ -120,6 +156,16 @@ public struct IndexEntries {
         let start = beginEntry()
         values(&keys)
         endEntry(start, isNil: isNil)
+    }
+
+    /// Adds a group whose values `values` appends, for an index of totals (``IndexStorage/totals``):
+    /// the record counts once in it and adds `amount` to its sum. A group the record already
+    /// has is not added again.
+    @inlinable
+    public mutating func add(amount: Int64, _ values: (inout KeyWriter) -> Void) {
+        let before = found.count
+        add(values)
+        if found.count > before { amounts.append(Amount(position: before, amount: amount)) }
     }
 
     /// Starts an entry without a closure (the form ``ValueIndex`` uses): append its components to

@@ -1,0 +1,266 @@
+import Foundation
+import Synchronization
+import StrataBundledEngines
+import StrataEngine
+import StrataKeyCodec
+@testable import StrataRecords
+import Testing
+
+/// A sale in a region, with tags, for the indexes of totals: a sum per region, a count per tag
+/// (multi-valued), a count of everything, beside a value index.
+struct Sale: Record, Equatable {
+    var id: Int
+    var region: String
+    var tags: String  // comma-separated
+    var amount: Int
+
+    var tagList: [String] { tags.isEmpty ? [] : tags.split(separator: ",").map(String.init) }
+
+    static let recordType = RecordType(keyspace: "Sale", key: [("id", Int.self)],
+                                       fields: [("region", String.fieldFormat), ("tags", String.fieldFormat), ("amount", Int.fieldFormat)])
+    static let perRegion = RecordIndex<Sale>("perRegion", AggregateIndex.sum("amount", \.amount, by: .field("region", \.region)))
+    static let perTag = RecordIndex<Sale>("perTag", AggregateIndex.count(by: .each("tags", \.tagList)))
+    static let everything = RecordIndex<Sale>("everything", AggregateIndex.count())
+    static let byRegion = RecordIndex<Sale>("byRegion", .field("region", \.region))
+    static let indexes = [perRegion, perTag, everything, byRegion]
+
+    init(id: Int, region: String, tags: String = "", amount: Int) { (self.id, self.region, self.tags, self.amount) = (id, region, tags, amount) }
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) {
+        fields.write(region)
+        fields.write(tags)
+        fields.write(amount)
+    }
+    init(key: inout KeyReader, fields: inout FieldReader) throws {
+        id = try key.read()
+        region = try fields.read()
+        tags = try fields.read()
+        amount = try fields.read()
+    }
+}
+
+/// `Sale` before its indexes were declared: records stored before the indexes of totals existed.
+struct UnindexedSale: Record {
+    var sale: Sale
+    static var recordType: RecordType { Sale.recordType }
+    init(_ sale: Sale) { self.sale = sale }
+    func writeKey(to key: inout KeyWriter) { sale.writeKey(to: &key) }
+    func writeFields(to fields: inout FieldWriter) { sale.writeFields(to: &fields) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { sale = try Sale(key: &key, fields: &fields) }
+}
+
+@Suite("Indexes of totals: COUNT and SUM per group, kept by every write")
+struct AggregateIndexTests {
+    /// The totals a model of the records calls for, by group.
+    static func perRegion(_ model: [Int: Sale]) -> [String: AggregateTotal] {
+        var totals: [String: AggregateTotal] = [:]
+        for sale in model.values {
+            totals[sale.region, default: .zero] = AggregateTotal(count: totals[sale.region, default: .zero].count + 1,
+                                                                 sum: totals[sale.region, default: .zero].sum + Int64(sale.amount))
+        }
+        return totals
+    }
+
+    static func perTag(_ model: [Int: Sale]) -> [String: Int64] {
+        var counts: [String: Int64] = [:]
+        for sale in model.values {
+            for tag in Set(sale.tagList) { counts[tag, default: 0] += 1 }
+        }
+        return counts
+    }
+
+    /// Checks every total against the model, read in `ctx`.
+    static func check(_ ctx: TransactionContext, _ model: [Int: Sale], _ step: Int, region: String) throws {
+        let regions = perRegion(model)
+        #expect(try Sale.perRegion.total(in: ctx, .all.equal(region)) == regions[region] ?? .zero, "step \(step), region \(region)")
+        let stored = try Sale.perRegion.totals(in: ctx)
+        let expected = regions.sorted { KeyCodec.encode($0.key).lexicographicallyPrecedes(KeyCodec.encode($1.key)) }
+        #expect(stored.map(\.group.bytes) == expected.map { KeyCodec.encode($0.key) }, "step \(step)")
+        #expect(stored.map(\.total) == expected.map(\.value), "step \(step)")
+        let below = regions.filter { $0.key < region }.values.reduce(AggregateTotal.zero) { AggregateTotal(count: $0.count + $1.count, sum: $0.sum + $1.sum) }
+        #expect(try Sale.perRegion.total(in: ctx, .all.then(Comparison.lessThan(region))) == below, "step \(step): the groups below \(region)")
+        let tags = try Sale.perTag.totals(in: ctx)
+        #expect(Dictionary(uniqueKeysWithValues: tags.map { ($0.group.bytes, $0.total.count) })
+                == Dictionary(uniqueKeysWithValues: perTag(model).map { (KeyCodec.encode($0.key), $0.value) }), "step \(step)")
+        #expect(tags.allSatisfy { $0.total.sum == 0 }, "a count index sums nothing")
+        #expect(try Sale.everything.total(in: ctx) == AggregateTotal(count: Int64(model.count), sum: 0), "step \(step)")
+        #expect(try Sale.byRegion.count(in: ctx, .all.equal(region)) == model.values.filter { $0.region == region }.count)
+    }
+
+    static let regions = ["north", "south", "east", "west", "Zürich", "a\u{0}b"]
+    static let tagNames = ["red", "blue", "green"]
+
+    static func randomSale(id: Int, _ random: inout SeededGenerator) -> Sale {
+        let tags = (0..<Int.random(in: 0...3, using: &random)).map { _ in tagNames.randomElement(using: &random)! }
+        return Sale(id: id, region: regions.randomElement(using: &random)!, tags: tags.joined(separator: ","),
+                    amount: Int.random(in: -1_000...1_000, using: &random))
+    }
+
+    @Test("random inserts, replacements, deletes, clears and rolled-back transactions keep every total equal to a recomputation from a model; verifyIndexes agrees",
+          arguments: TestEngines.all)
+    func randomLog(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            var model: [Int: Sale] = [:]
+            var random = SeededGenerator(seed: 0xA66)
+            struct Abort: Error {}
+            for step in 0..<250 {
+                var working = model
+                let abort = Int.random(in: 0..<6, using: &random) == 0
+                do {
+                    try store.withTransaction { (ctx: TransactionContext) throws in
+                        for _ in 0..<Int.random(in: 1...4, using: &random) {
+                            let id = Int.random(in: 0..<40, using: &random)
+                            switch Int.random(in: 0..<12, using: &random) {
+                            case 0..<8:
+                                let sale = Self.randomSale(id: id, &random)
+                                try ctx.insert(sale)
+                                working[id] = sale
+                            case 8..<11:
+                                #expect(try ctx.delete(Sale(id: id, region: "", amount: 0)) == (working.removeValue(forKey: id) != nil))
+                            default:
+                                let removed = try ctx.delete(Sale.self, .all.then(Comparison.greaterThan(id + 20)))
+                                #expect(removed == working.keys.filter { $0 > id + 20 }.count)
+                                working = working.filter { $0.key <= id + 20 }
+                            }
+                        }
+                        if abort { throw Abort() }
+                    }
+                    model = working
+                } catch is Abort {}
+                let region = Self.regions.randomElement(using: &random)!
+                try store.withReadTransaction { ctx in try Self.check(ctx, model, step, region: region) }
+            }
+            let verification = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Sale.self) }
+            #expect(verification.count == 4 && verification.allSatisfy(\.isExact), "\(verification)")
+            #expect(verification.first { $0.index == "perRegion" }?.expected == Self.perRegion(model).count)
+            // The tools without the Swift type check the value index, and say why not the totals.
+            let tools = try store.verify()
+            #expect(tools.isClean, "\(tools.problems)")
+            #expect(tools.indexes.first { $0.name == "byRegion" }?.checked == true)
+            let perRegion = tools.indexes.first { $0.name == "perRegion" }
+            #expect(perRegion?.checked == false && perRegion?.reason?.contains("index of totals (sum:amount)") == true, "\(String(describing: perRegion))")
+        }
+    }
+
+    @Test("a stored total that is wrong is read as stored and reported by verifyIndexes (the check above can fail)")
+    func wrongTotalCaught() throws {
+        try withStore(BundledEngines.all[0]) { store, _ in
+            try store.withTransaction { ctx in
+                try ctx.insert(Sale(id: 1, region: "north", amount: 5))
+                try ctx.insert(Sale(id: 2, region: "north", amount: 7))
+            }
+            let prefix = try store.withReadTransaction { ctx in try ctx.prepare(Sale.self).first { $0.name == "perRegion" }!.prefix }
+            try store.engine.write { tx in try tx.put(AggregateTotal(count: 2, sum: 13).encoded, forKey: prefix + KeyCodec.encode("north")) }
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(try Sale.perRegion.total(in: ctx, .all.equal("north")) == AggregateTotal(count: 2, sum: 13))
+                let verification = try ctx.verifyIndexes(Sale.self).first { $0.index == "perRegion" }!
+                #expect(verification.staleCount == 1 && !verification.isExact, "\(verification)")
+            }
+        }
+    }
+
+    @Test("totals are not records and entries are not totals: each read refuses the other's index, naming it")
+    func refusals() throws {
+        try withStore(BundledEngines.all[0]) { store, _ in
+            try store.insert(Sale(id: 1, region: "north", amount: 5))
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(throws: RecordError.invalidIndex(type: "Sale", index: "perRegion", detail: "it keeps totals (sum:amount), not records: read it with total(in:) or totals(in:)")) {
+                    try Sale.perRegion.select(in: ctx, .all.equal("north"))
+                }
+                #expect(throws: RecordError.self) { try Sale.perTag.count(in: ctx) }
+                #expect(throws: RecordError.self) { try Sale.perRegion.query(.all).select(in: ctx, limit: 10) }
+                #expect(throws: RecordError.invalidIndex(type: "Sale", index: "byRegion", detail: "it keeps an entry per record, not totals: count its records with count(in:)")) {
+                    try Sale.byRegion.total(in: ctx)
+                }
+                #expect(throws: RecordError.invalidQuery(type: "Sale", detail: "component 0 of index perRegion (region) is String")) {
+                    try Sale.perRegion.total(in: ctx, .all.equal(3))
+                }
+            }
+        }
+    }
+
+    @Test("a sum that would leave Int64 is refused before anything is written; a delete that brings it back is fine",
+          arguments: BundledEngines.all)
+    func overflowRefused(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            try store.insert(Sale(id: 1, region: "north", amount: .max))
+            #expect(throws: RecordError.invalidIndex(type: "Sale", index: "perRegion", detail: "a group's total would leave Int64: the write is refused")) {
+                try store.insert(Sale(id: 2, region: "north", amount: 1))
+            }
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(try ctx.fetch(Sale.self, .all.equal(2)) == nil, "the refused record is not stored")
+                #expect(try Sale.perRegion.total(in: ctx, .all.equal("north")) == AggregateTotal(count: 1, sum: .max))
+                #expect(try Sale.everything.total(in: ctx).count == 1)
+            }
+            try store.insert(Sale(id: 2, region: "north", amount: .min))
+            let total = try store.withReadTransaction { ctx in try Sale.perRegion.total(in: ctx, .all.equal("north")) }
+            #expect(total == AggregateTotal(count: 2, sum: -1))
+        }
+    }
+
+    @Test("indexes of totals added to stored records are built by prepare while writes go on between its batches: behind the build, ahead of it, new records and deletes; exact at the end",
+          arguments: TestEngines.all)
+    func builtOnline(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var random = SeededGenerator(seed: 0xB17D)
+        var model: [Int: Sale] = [:]
+        for id in 0..<200 where id % 2 == 0 { model[id] = Self.randomSale(id: id, &random) }
+        // One engine, two stores on it: the memory engine keeps nothing across opens.
+        let engine = try kind.configuration(path: dir.path).open(EngineOptions())
+        defer { try? engine.close() }
+        try Store(engine: engine).withTransaction { ctx in for sale in model.values { try ctx.insert(UnindexedSale(sale)) } }
+        let store = try Store(engine: engine)
+        #expect(throws: RecordError.self) { try store.withReadTransaction { ctx in try Sale.perRegion.total(in: ctx) } }
+        final class Shared: Sendable {
+            let model: Mutex<[Int: Sale]>
+            let random: Mutex<SeededGenerator>
+            init(_ model: [Int: Sale], _ random: SeededGenerator) {
+                self.model = Mutex(model)
+                self.random = Mutex(random)
+            }
+        }
+        let shared = Shared(model, random)
+        // Between batches (10 records each), four writes anywhere in the keyspace: some land on
+        // records the build has passed (they must change the totals), some ahead of it (they must
+        // not: the build counts them when it gets there).
+        let report = try store.prepare(Sale.self, batchSize: 10) { _ in
+            shared.random.withLock { random in
+                shared.model.withLock { model in
+                    for _ in 0..<4 {
+                        let id = Int.random(in: 0..<220, using: &random)
+                        if Bool.random(using: &random) {
+                            let sale = Self.randomSale(id: id, &random)
+                            try? store.insert(sale)
+                            model[id] = sale
+                        } else {
+                            _ = try? store.delete(Sale(id: id, region: "", amount: 0))
+                            model[id] = nil
+                        }
+                    }
+                }
+            }
+        }.wait()
+        #expect(Set(report.built) == ["perRegion", "perTag", "everything", "byRegion"])
+        #expect(report.batches > 10, "the writes went between batches")
+        let final = shared.model.withLock { $0 }
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            for region in Self.regions { try Self.check(ctx, final, 0, region: region) }
+        }
+        let verification = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Sale.self) }
+        #expect(verification.count == 4 && verification.allSatisfy(\.isExact), "\(verification)")
+    }
+
+    @Test("the stored definitions name the kinds, and a sum of another field is another definition: rebuilt, not read as the old one")
+    func definitions() throws {
+        try IndexKindTests.withEngine { engine in
+            let store = try Store(engine: engine)
+            try store.insert(Sale(id: 1, region: "north", amount: 5))
+            let stored = try store.engine.read { tx in try IndexCatalog.stored(keyspace: "Sale", in: tx) }
+            let kinds = Dictionary(uniqueKeysWithValues: stored.map { ($0.name, $0.index.definition.kind) })
+            #expect(kinds == ["perRegion": "sum:amount", "perTag": "count", "everything": "count", "byRegion": "value"])
+            #expect(AggregateIndex<Sale>.count().definedKind != AggregateIndex<Sale>.sum("amount", \.amount).definedKind)
+            #expect(AggregateIndex<Sale>.sum("amount", \.amount).definedKind != AggregateIndex<Sale>.sum("id", \.id).definedKind)
+        }
+    }
+}
