@@ -159,6 +159,38 @@ struct AggregateIndexTests {
         }
     }
 
+    @Test("count(where:) reads the totals when an index of totals selects exactly the predicate's records, and says so in explain(); otherwise it counts records")
+    func countsFromTotals() throws {
+        try withStore(BundledEngines.all[0]) { store, _ in
+            var random = SeededGenerator(seed: 0xC0)
+            var model: [Int: Sale] = [:]
+            for id in 0..<60 { model[id] = Self.randomSale(id: id, &random) }
+            try store.withTransaction { ctx in for sale in model.values { try ctx.insert(sale) } }
+            let north = #Predicate<Sale> { $0.region == "north" }
+            let red = #Predicate<Sale> { $0.tagList.contains("red") }
+            let before = #Predicate<Sale> { $0.region < "south" }
+            let costly = #Predicate<Sale> { $0.region == "north" && $0.amount > 0 }
+            #expect(Sale.query(where: north).explain().hasSuffix("; counted from totals Sale.perRegion (region = \"north\")"), "\(Sale.query(where: north).explain())")
+            #expect(Sale.query(where: red).explain().contains("counted from totals Sale.perTag"), "\(Sale.query(where: red).explain())")
+            #expect(Sale.query(where: before).explain().contains("counted from totals Sale.perRegion"))
+            #expect(!Sale.query(where: costly).explain().contains("totals"), "a filter the groups do not answer: records are counted")
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(try Sale.count(in: ctx, where: north) == model.values.filter { $0.region == "north" }.count)
+                #expect(try Sale.count(in: ctx, where: red) == model.values.filter { $0.tagList.contains("red") }.count)
+                #expect(try Sale.count(in: ctx, where: before) == model.values.filter { $0.region < "south" }.count)
+                #expect(try Sale.count(in: ctx, where: costly) == model.values.filter { $0.region == "north" && $0.amount > 0 }.count)
+            }
+            // The totals are what is read: a stored total changed underneath shows in the count,
+            // and not in a count the totals do not answer.
+            let prefix = try store.withReadTransaction { ctx in try ctx.prepare(Sale.self).first { $0.name == "perRegion" }!.prefix }
+            try store.engine.write { tx in try tx.put(AggregateTotal(count: 1_000, sum: 0).encoded, forKey: prefix + KeyCodec.encode("north")) }
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(try Sale.count(in: ctx, where: north) == 1_000)
+                #expect(try Sale.count(in: ctx, where: costly) == model.values.filter { $0.region == "north" && $0.amount > 0 }.count)
+            }
+        }
+    }
+
     @Test("totals are not records and entries are not totals: each read refuses the other's index, naming it")
     func refusals() throws {
         try withStore(BundledEngines.all[0]) { store, _ in

@@ -47,6 +47,8 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     @usableFromInline let accessOrder: Order
     /// Why the plan reads this range, in words, for ``description``.
     let orderNote: String?
+    /// An index of totals that answers ``count(in:)`` (the predicate selects its groups exactly).
+    var countedBy: TotalsCount<Root>?
 
     init(access: AccessPlan<Root>, residual: PredicateTerm<Root>?, sort: [SortField<Root>], accessOrder: Order, orderNote: String?) {
         (self.access, self.residual, self.sort, self.accessOrder, self.orderNote) = (access, residual, sort, accessOrder, orderNote)
@@ -66,6 +68,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
         } else if let orderNote {
             parts.append(orderNote)
         }
+        if let countedBy { parts.append("counted from " + countedBy.description) }
         return parts.joined(separator: "; ")
     }
 
@@ -81,8 +84,15 @@ public struct FilterPlan<Root: Record>: RecordPlan {
         try scannedRecords(in: ctx, limit: limit, order: order)
     }
 
-    /// How many records match (entries, when the range is a multi-valued index and nothing else is checked).
+    /// How many records match (entries, when the range is a multi-valued index and nothing else is
+    /// checked). When an index of totals selects the same records (``AggregateIndex``), its groups'
+    /// counts are read instead (one read per group), unless it is still being built.
     public func count(in ctx: TransactionContext) throws -> Int {
+        if let countedBy {
+            do {
+                return Int(try countedBy.index.total(in: ctx, countedBy.query).count)
+            } catch RecordError.indexNotReady {}  // being built: count the records
+        }
         if residual == nil { return try access.plan.count(in: ctx) }
         var n = 0
         try access.scanRecords(in: ctx, order: .ascending, after: nil, limit: nil) { _, record in
@@ -207,4 +217,15 @@ struct BoundedHeap<Element> {
 
     /// The entries, best first.
     func sorted() -> [([UInt8], Element)] { entries.sorted { before($0.0, $1.0) } }
+}
+
+/// Counting by an index of totals: the groups of `index` that `query` selects.
+struct TotalsCount<Root: Record>: Sendable, CustomStringConvertible {
+    let index: RecordIndex<Root>
+    let query: RecordQuery
+
+    /// `totals Sale.perRegion (region = "north")`.
+    var description: String {
+        "totals \(Root.recordType.keyspace).\(index.name) (\(query.conditions(names: index.components.map(\.name))))"
+    }
 }

@@ -35,6 +35,26 @@ struct Planner<R: Record> {
     }
 
     func plan() -> FilterPlan<R> {
+        var plan = readPlan()
+        plan.countedBy = totals()
+        return plan
+    }
+
+    /// An index of totals whose groups the predicate selects exactly (every term answered by
+    /// equalities on its leading components and a range on the next), so that counting the
+    /// records reads the groups' totals instead of the records: ``FilterPlan/count(in:)``.
+    private func totals() -> TotalsCount<R>? {
+        for index in R.indexes where index.storage == .totals {
+            let candidate = Candidate(
+                access: { .index(IndexScanPlan(index, $0)) }, keyPaths: index.components.map(\.keyPath),
+                multiValued: index.components.map(\.isMultiValued), typeIDs: index.components.map(\.typeID), isKey: false, covering: false)
+            let match = self.match(candidate)
+            if match.used.count == conjuncts.count { return TotalsCount(index: index, query: match.query) }
+        }
+        return nil
+    }
+
+    private func readPlan() -> FilterPlan<R> {
         var candidates = [keyCandidate()]
         for index in R.indexes where index.kind == IndexKinds.value {
             candidates.append(Candidate(
