@@ -90,6 +90,31 @@ public macro Field<C: FieldCodec>(codec: C.Type) = #externalMacro(module: "Strat
 /// The macro adds a static property named after the index, whose `select`, `count` and (unique
 /// indexes) `fetch` take the index's components with the key's rules, and `indexes`, the list
 /// `Record.indexes` the record layer maintains. See `RecordIndex`.
+///
+/// With `aggregate:`, the index keeps a total per group of the properties' values instead of an
+/// entry per record (`AggregateIndex`): `.count`, or `.sum("amount")` of a signed integer
+/// property; no property makes one total of every record. Its static property reads them:
+/// `total(in:` the group's values`)` (one read), `total(in:_:)` for a query, `totals(in:)`.
+///
+/// ```swift
+/// @IndexKeyRecord("id")
+/// @Index("perCustomer", "customer", aggregate: .sum("amount"))
+/// @Index("orders", aggregate: .count)
+/// struct Order {
+///     let id: Int
+///     var customer: Int
+///     var amount: Int
+/// }
+/// let seven = try Order.perCustomer.total(in: ctx, customer: 7)   // count and sum
+/// ```
 @attached(peer)
-public macro Index(_ name: String, _ properties: String..., unique: Bool = false, covering: Bool = false) =
+public macro Index(_ name: String, _ properties: String..., unique: Bool = false, covering: Bool = false, aggregate: IndexAggregate? = nil) =
     #externalMacro(module: "StrataMacrosPlugin", type: "IndexMacro")
+
+/// What an `@Index(…, aggregate:)` keeps per group (`AggregateIndex`).
+public enum IndexAggregate: Sendable {
+    /// How many records each group has.
+    case count
+    /// How many records each group has, and the sum of the named signed integer property over them.
+    case sum(String)
+}

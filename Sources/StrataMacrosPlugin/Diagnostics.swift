@@ -22,6 +22,9 @@ enum RecordDiagnostic: DiagnosticMessage {
     case indexOnEncodedField(String, String)
     case twoMultiValued(String)
     case indexComponentTwice(String, String)
+    case aggregateArgument
+    case aggregateWithOptions(String)
+    case sumNotAnInteger(String, String)
 
     var message: String {
         switch self {
@@ -40,7 +43,7 @@ enum RecordDiagnostic: DiagnosticMessage {
             return "'\(name)' is a key component, stored by the key codec: @Field applies to fields only"
         case .fieldAttributeArgument: return "@Field takes .json or codec: SomeCodec.self"
         case .indexArguments:
-            return "@Index takes the index's name and its properties as string literals, then unique: and covering: as true or false, e.g. @Index(\"byEmail\", \"email\", unique: true)"
+            return "@Index takes the index's name and its properties as string literals, then unique: and covering: as true or false, or aggregate:, e.g. @Index(\"byEmail\", \"email\", unique: true)"
         case let .indexNameNotAnIdentifier(name):
             return "index name '\(name)' must be a Swift identifier: it names the static property the index is queried through"
         case let .duplicateIndex(name): return "two indexes are named '\(name)'"
@@ -49,6 +52,10 @@ enum RecordDiagnostic: DiagnosticMessage {
             return "index '\(index)': '\(name)' is stored through @Field, so its values have no key encoding; index a property whose type is a KeyComponent"
         case let .twoMultiValued(index): return "index '\(index)': at most one component may be an array or set (one entry per element)"
         case let .indexComponentTwice(index, name): return "index '\(index)' names '\(name)' twice"
+        case .aggregateArgument: return "aggregate: takes .count or .sum(\"property\") with a string literal"
+        case let .aggregateWithOptions(index): return "index '\(index)' keeps totals: it can be neither unique nor covering"
+        case let .sumNotAnInteger(index, name):
+            return "index '\(index)': the sum's property '\(name)' must be a stored Int, Int8, Int16, Int32 or Int64 (each converts to Int64 exactly)"
         }
     }
 

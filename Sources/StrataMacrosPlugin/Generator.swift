@@ -71,6 +71,10 @@ struct Generator {
                 component.multiValued ? ".each(\(literal(component.name)), \\\(type).\(component.name))"
                     : ".field(\(literal(component.name)), \\\(type).\(component.name))"
             }.joined(separator: ", ")
+            if let aggregate = index.aggregate {
+                lines += totalsDeclaration(index, aggregate, wrapper: wrapper, components: components, for: type)
+                continue
+            }
             let options = (index.unique ? ", unique: true" : "") + (index.covering ? ", covering: true" : "")
             lines.append("    /// The index `\(index.name)`: typed queries on \(index.components.map(\.name).joined(separator: ", ")).")
             lines.append("    \(access)struct \(wrapper): Swift.Sendable {")
@@ -98,6 +102,44 @@ struct Generator {
             lines.append("    \(access)static let \(index.name) = \(wrapper)()")
         }
         lines.append("    \(access)static let indexes: [StrataRecords.RecordIndex<\(type)>] = [" + indexes.map { "\($0.name).index" }.joined(separator: ", ") + "]")
+        return lines
+    }
+
+    /// An index of totals (`@Index(…, aggregate:)`): a struct holding the ``RecordIndex`` of an
+    /// `AggregateIndex`, reading a group's total by its values, a query's, and every group's.
+    private func totalsDeclaration(_ index: IndexDeclaration, _ aggregate: IndexDeclaration.Aggregate, wrapper: String,
+                                   components: String, for type: String) -> [String] {
+        let ctx = "in __ctx: StrataRecords.TransactionContext"
+        let by = components.isEmpty ? "" : (aggregate.isCount ? "by: " : ", by: ") + components
+        let maintainer: String
+        switch aggregate {
+        case .count: maintainer = "StrataRecords.AggregateIndex.count(\(by))"
+        case .sum(let property): maintainer = "StrataRecords.AggregateIndex.sum(\(literal(property)), \\\(type).\(property)\(by))"
+        }
+        var lines: [String] = []
+        let what = index.components.isEmpty ? "every record" : index.components.map(\.name).joined(separator: ", ")
+        lines.append("    /// The index `\(index.name)`: totals per \(what).")
+        lines.append("    \(access)struct \(wrapper): Swift.Sendable {")
+        lines.append("        \(access)let index = StrataRecords.RecordIndex<\(type)>(\(literal(index.name)), \(maintainer))")
+        if !index.components.isEmpty {
+            let whole = index.components.map { "\($0.name): \($0.element)" }.joined(separator: ", ")
+            let query = "StrataRecords.RecordQuery.all" + index.components.map { ".equal(\($0.name))" }.joined()
+            lines.append("        /// The total of the group with these values: one read.")
+            lines.append("        \(access)func total(\(ctx), \(whole)) throws -> StrataRecords.AggregateTotal {")
+            lines.append("            try index.total(in: __ctx, \(query))")
+            lines.append("        }")
+        }
+        lines.append("        /// The totals of the groups `query` selects, added up.")
+        lines.append("        \(access)func total(\(ctx), _ query: StrataRecords.RecordQuery = .all) throws -> StrataRecords.AggregateTotal {")
+        lines.append("            try index.total(in: __ctx, query)")
+        lines.append("        }")
+        lines.append("        /// Each group `query` selects, with its total, in the order of its values.")
+        lines.append("        \(access)func totals(\(ctx), _ query: StrataRecords.RecordQuery = .all, limit: Swift.Int? = nil, order: StrataRecords.Order = .ascending) throws"
+                     + " -> [(group: StrataRecords.EncodedIndexKey, total: StrataRecords.AggregateTotal)] {")
+        lines.append("            try index.totals(in: __ctx, query, limit: limit, order: order)")
+        lines.append("        }")
+        lines.append("    }")
+        lines.append("    \(access)static let \(index.name) = \(wrapper)()")
         return lines
     }
 

@@ -251,10 +251,20 @@ struct IndexDeclaration {
         let multiValued: Bool
     }
 
+    /// What an index of totals keeps per group.
+    enum Aggregate {
+        case count
+        case sum(String)
+
+        var isCount: Bool { if case .count = self { true } else { false } }
+    }
+
     let name: String
     let components: [Component]
     let unique: Bool
     let covering: Bool
+    /// Set for an index of totals (`aggregate:`).
+    var aggregate: Aggregate? = nil
 
     /// The struct's `@Index` attributes, or nil after diagnosing a malformed one.
     static func all(on decl: StructDeclSyntax, properties: [StoredProperty], _ context: some MacroExpansionContext) -> [IndexDeclaration]? {
@@ -269,8 +279,25 @@ struct IndexDeclaration {
             }
             var strings: [(String, StringLiteralExprSyntax)] = []
             var unique = false, covering = false
+            var aggregate: Aggregate?
             for argument in attribute.arguments?.as(LabeledExprListSyntax.self) ?? [] {
                 switch argument.label?.text {
+                case "aggregate":
+                    if let member = argument.expression.as(MemberAccessExprSyntax.self), member.base == nil, member.declName.baseName.text == "count" {
+                        aggregate = .count
+                    } else if let call = argument.expression.as(FunctionCallExprSyntax.self),
+                              let member = call.calledExpression.as(MemberAccessExprSyntax.self), member.base == nil,
+                              member.declName.baseName.text == "sum", call.arguments.count == 1,
+                              let literal = call.arguments.first?.expression.as(StringLiteralExprSyntax.self),
+                              let property = literal.representedLiteralValue {
+                        guard let stored = properties.first(where: { $0.name == property }),
+                              ["Int", "Int8", "Int16", "Int32", "Int64", "Swift.Int", "Swift.Int64"].contains(stored.type) else {
+                            return fail(.sumNotAnInteger(strings.first?.0 ?? "?", property), at: literal)
+                        }
+                        aggregate = .sum(property)
+                    } else {
+                        return fail(.aggregateArgument, at: argument.expression)
+                    }
                 case nil:
                     guard let literal = argument.expression.as(StringLiteralExprSyntax.self), let text = literal.representedLiteralValue, !text.isEmpty else {
                         return fail(.indexArguments, at: argument.expression)
@@ -284,8 +311,9 @@ struct IndexDeclaration {
                     return fail(.indexArguments, at: argument)
                 }
             }
-            guard strings.count >= 2 else { return fail(.indexArguments, at: attribute) }
+            guard strings.count >= (aggregate == nil ? 2 : 1) else { return fail(.indexArguments, at: attribute) }
             let name = strings[0].0
+            if aggregate != nil && (unique || covering) { return fail(.aggregateWithOptions(name), at: attribute) }
             guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !name.first!.isNumber else {
                 return fail(.indexNameNotAnIdentifier(name), at: strings[0].1)
             }
@@ -304,7 +332,7 @@ struct IndexDeclaration {
                     components.append(Component(name: property, element: stored.type, multiValued: false))
                 }
             }
-            result.append(IndexDeclaration(name: name, components: components, unique: unique, covering: covering))
+            result.append(IndexDeclaration(name: name, components: components, unique: unique, covering: covering, aggregate: aggregate))
         }
         return result
     }

@@ -95,3 +95,38 @@ struct IndexMacroTests {
         }
     }
 }
+
+@IndexKeyRecord("id", keyspace: "macro-order")
+@Index("perCustomer", "customer", aggregate: .sum("amount"))
+@Index("perTag", "tags", aggregate: .count)
+@Index("orders", aggregate: .count)
+struct MacroOrder {
+    let id: Int
+    var customer: Int
+    var amount: Int
+    var tags: [String]
+}
+
+@Suite("@Index(aggregate:): indexes of totals declared by the macro")
+struct AggregateMacroTests {
+    @Test("counts and sums per group, read by the group's values, by query and all at once")
+    func totals() throws {
+        let store = try Store(.memory)
+        try store.withTransaction { ctx in
+            try ctx.insert(MacroOrder(id: 1, customer: 7, amount: 30, tags: ["gift"]))
+            try ctx.insert(MacroOrder(id: 2, customer: 7, amount: 12, tags: ["gift", "late"]))
+            try ctx.insert(MacroOrder(id: 3, customer: 9, amount: 5, tags: []))
+            try ctx.insert(MacroOrder(id: 1, customer: 9, amount: 30, tags: []))   // moves to customer 9
+        }
+        try store.withReadTransaction { (ctx: TransactionContext) throws in
+            #expect(try MacroOrder.perCustomer.total(in: ctx, customer: 7) == AggregateTotal(count: 1, sum: 12))
+            #expect(try MacroOrder.perCustomer.total(in: ctx, customer: 9) == AggregateTotal(count: 2, sum: 35))
+            #expect(try MacroOrder.perCustomer.total(in: ctx, .all.then(Comparison.greaterThan(7))) == AggregateTotal(count: 2, sum: 35))
+            #expect(try MacroOrder.perCustomer.totals(in: ctx).map(\.total.count) == [1, 2])
+            #expect(try MacroOrder.perTag.total(in: ctx, tags: "gift").count == 1)
+            #expect(try MacroOrder.orders.total(in: ctx) == AggregateTotal(count: 3, sum: 0))
+            #expect(MacroOrder.indexes.map(\.storage) == [.totals, .totals, .totals])
+            #expect(try ctx.verifyIndexes(MacroOrder.self).count == 3)
+        }
+    }
+}

@@ -323,6 +323,10 @@ enum IndexCatalog {
                         }
                     }
                     try writer.put(next.encoded(), forKey: SystemKey.index(keyspace: keyspace, name: index.name))
+                    // A build position left under this generation by an index of the same name that
+                    // was dropped mid-build (its definition cleared, so generations start again) is
+                    // not this build's: the build starts from the first record.
+                    try writer.delete(SystemKey.indexBuild(keyspace: keyspace, name: index.name, generation: next.generation))
                     current = next
                     registered = true
                 } else if try isEmpty() {

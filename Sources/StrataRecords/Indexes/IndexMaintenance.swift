@@ -186,8 +186,9 @@ extension TransactionContext {
     @usableFromInline
     func deleteIndexed<R: Record>(_: R.Type, key: [UInt8], indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> R? {
         guard let old = try storedRecord(R.self, key: key[...], withValue: indexes.contains { $0.previous != nil }) else { return nil }
+        let totals = try totalsRemoving(old.record, key: key, indexes: indexes)  // its checks refuse before anything is written
         try completing {
-            try deleteEntries(of: old.record, key: key, value: old.value, indexes: indexes, writer: writer)
+            try deleteEntries(of: old.record, key: key, value: old.value, indexes: indexes, totals: totals, writer: writer)
             try writer.delete(key)
         }
         return old.record
@@ -211,8 +212,9 @@ extension TransactionContext {
             }
             if batch.isEmpty { return removed }
             for (key, record, value) in batch {
+                let totals = try totalsRemoving(record, key: key, indexes: indexes)
                 try completing {
-                    try deleteEntries(of: record, key: key, value: value, indexes: indexes, writer: writer)
+                    try deleteEntries(of: record, key: key, value: value, indexes: indexes, totals: totals, writer: writer)
                     try writer.delete(key)
                 }
                 if changes != nil { recordChange(R.self, key: key, .delete) }
@@ -223,9 +225,19 @@ extension TransactionContext {
         }
     }
 
+    /// The writes that take `record`, stored as `key`, from the totals of `indexes` of totals.
+    private func totalsRemoving<R: Record>(_ record: R, key: [UInt8], indexes: [ActiveIndex]) throws -> [(key: [UInt8], value: [UInt8]?)] {
+        var totals: [(key: [UInt8], value: [UInt8]?)] = []
+        for index in indexes where index.totals {
+            totals += try totalWrites(R.indexes[index.position], index, key: key, new: nil, old: record)
+        }
+        return totals
+    }
+
     /// Deletes the entries of `record`, stored as `key` (and `value`, given when an index has a
-    /// previous generation), in each of `indexes`.
-    private func deleteEntries<R: Record>(of record: R, key: [UInt8], value: [UInt8]?, indexes: [ActiveIndex], writer: any KeyValueWriter) throws {
+    /// previous generation), in each of `indexes`, and writes `totals` (``totalsRemoving(_:key:indexes:)``).
+    private func deleteEntries<R: Record>(of record: R, key: [UInt8], value: [UInt8]?, indexes: [ActiveIndex],
+                                          totals: [(key: [UInt8], value: [UInt8]?)], writer: any KeyValueWriter) throws {
         let declared = R.indexes
         let primary = key.dropFirst(prefix(R.self).count)
         var previousEntries: [[UInt8]] = []
@@ -239,10 +251,6 @@ extension TransactionContext {
                     dropped.append(index.name)
                 }
             }
-        }
-        var totals: [(key: [UInt8], value: [UInt8]?)] = []
-        for index in indexes where index.totals {
-            totals += try totalWrites(declared[index.position], index, key: key, new: nil, old: record)
         }
         for index in indexes where !index.totals {
             for entry in declared[index.position].entryValues(of: record) { try writer.delete(Self.entryKey(index.prefix, entry.bytes, primary)) }

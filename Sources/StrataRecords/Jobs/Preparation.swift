@@ -214,7 +214,7 @@ extension TransactionContext {
         let declaration = R.indexes[index.position]
         var operations = 0
         var handled = 0
-        var totals: [[UInt8]: AggregateTotal] = [:]  // an index of totals: what the batch adds to each group
+        var totals: [[UInt8]: TotalChange] = [:]  // an index of totals: what the batch adds to each group
         for (key, value) in batch {
             // A record that cannot be read (damaged, or of a version without migration) gets no
             // entry: reading it fails either way. It is counted; the build goes on.
@@ -229,12 +229,7 @@ extension TransactionContext {
                     exhausted = false
                     break
                 }
-                for (group, amount) in groups {
-                    guard let sum = totals[group, default: .zero].adding(AggregateTotal(count: 1, sum: amount)) else {
-                        throw totalOverflow(R.self, index)
-                    }
-                    totals[group] = sum
-                }
+                for (group, amount) in groups { totals[group, default: TotalChange()].record(amount, joins: true) }
                 operations += groups.count
                 handled += 1
                 continue

@@ -72,6 +72,14 @@ public struct FilterPlan<Root: Record>: RecordPlan {
         return parts.joined(separator: "; ")
     }
 
+    /// ``description`` without how counts are read: what a page token's fingerprint covers (an
+    /// index of totals added later does not change which records a page holds).
+    var readDescription: String {
+        var plan = self
+        plan.countedBy = nil
+        return plan.description
+    }
+
     /// The range's order for a read in `order` (descending reverses the query's order).
     @inlinable
     func rangeOrder(_ order: Order) -> Order {
@@ -90,7 +98,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     public func count(in ctx: TransactionContext) throws -> Int {
         if let countedBy {
             do {
-                return Int(try countedBy.index.total(in: ctx, countedBy.query).count)
+                return try countedBy.index.totalCount(in: ctx, countedBy.query)
             } catch RecordError.indexNotReady {}  // being built: count the records
         }
         if residual == nil { return try access.plan.count(in: ctx) }

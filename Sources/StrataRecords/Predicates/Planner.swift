@@ -41,7 +41,8 @@ struct Planner<R: Record> {
     }
 
     /// An index of totals whose groups the predicate selects exactly (every term answered by
-    /// equalities on its leading components and a range on the next), so that counting the
+    /// equalities on its leading components and a range on the next, every multi-valued component
+    /// fixed by a `contains`), so that counting the
     /// records reads the groups' totals instead of the records: ``FilterPlan/count(in:)``.
     private func totals() -> TotalsCount<R>? {
         for index in R.indexes where index.storage == .totals {
@@ -49,7 +50,10 @@ struct Planner<R: Record> {
                 access: { .index(IndexScanPlan(index, $0)) }, keyPaths: index.components.map(\.keyPath),
                 multiValued: index.components.map(\.isMultiValued), typeIDs: index.components.map(\.typeID), isKey: false, covering: false)
             let match = self.match(candidate)
-            if match.used.count == conjuncts.count { return TotalsCount(index: index, query: match.query) }
+            // A multi-valued component left open would count a record once per element (and not
+            // at all with none): only a `contains` on it selects each record once.
+            let openMultiValued = index.components.indices.contains { index.components[$0].isMultiValued && $0 >= match.equalities }
+            if match.used.count == conjuncts.count && !openMultiValued { return TotalsCount(index: index, query: match.query) }
         }
         return nil
     }

@@ -29,7 +29,7 @@ extension Query {
     /// (the filter's values and the sort included).
     var fingerprint: UInt32 {
         guard case .filter(let plan) = held else { return recordQuery.fingerprint }
-        return Array(plan.description.utf8).withUnsafeBytes { RecordChecksum.extend(recordQuery.fingerprint, $0) }
+        return Array(plan.readDescription.utf8).withUnsafeBytes { RecordChecksum.extend(recordQuery.fingerprint, $0) }
     }
 }
 

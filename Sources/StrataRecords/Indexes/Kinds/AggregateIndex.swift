@@ -26,8 +26,9 @@ import StrataKeyCodec
 ///   A group with no record left has no stored total.
 /// - **Writes** read the totals they change (a replaced record is taken from its old groups and
 ///   added to its new ones): an insert into an index of totals costs a point read and a write per
-///   group it changes. A sum that would leave `Int64` is refused with
-///   ``RecordError/invalidIndex(type:index:detail:)`` before anything is written.
+///   group it changes. A group's sum that would leave `Int64` is refused with
+///   ``RecordError/invalidIndex(type:index:detail:)`` before anything is written (changes are
+///   added up in 128 bits: only the stored result must fit).
 /// - **Built online** like any index added to a keyspace that holds records
 ///   (``Store/prepare(_:batchSize:onBatch:)``): until the build is done, writes change the totals
 ///   only of records the build has passed (it counts the others when it reaches them), so the
@@ -68,11 +69,12 @@ public struct AggregateIndex<R: Record>: IndexMaintainer, @unchecked Sendable {
     }
 
     /// How many records each group of `groups` values has, and the sum of `value` (named `name`,
-    /// as stored) over them. Signed integers only: each converts to `Int64` exactly.
+    /// as stored) over them. Signed integers of at most 64 bits: each converts to `Int64` exactly.
     @inlinable
     public static func sum<V: FixedWidthInteger & SignedInteger>(_ name: String, _ value: KeyPath<R, V> & Sendable,
                                                                  by groups: IndexComponent<R>...) -> AggregateIndex {
-        AggregateIndex(components: groups, definedKind: AggregateKinds.sum + name, amount: { Int64($0[keyPath: value]) })
+        precondition(V.bitWidth <= 64, "a sum adds up Int64s: \(V.self) is wider")
+        return AggregateIndex(components: groups, definedKind: AggregateKinds.sum + name, amount: { Int64($0[keyPath: value]) })
     }
 
     @inlinable
@@ -112,11 +114,10 @@ public struct AggregateTotal: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "count \(count), sum \(sum)" }
 
-    /// `self + other`, or `nil` when a figure would leave `Int64`.
-    func adding(_ other: AggregateTotal) -> AggregateTotal? {
-        let (count, countOverflow) = self.count.addingReportingOverflow(other.count)
-        let (sum, sumOverflow) = self.sum.addingReportingOverflow(other.sum)
-        return countOverflow || sumOverflow ? nil : AggregateTotal(count: count, sum: sum)
+    /// `self` changed by `change`, or `nil` when a figure would leave `Int64`.
+    func adding(_ change: TotalChange) -> AggregateTotal? {
+        guard let count = Int64(exactly: Int128(count) + change.count), let sum = Int64(exactly: Int128(sum) + change.sum) else { return nil }
+        return AggregateTotal(count: count, sum: sum)
     }
 
     /// The stored form: the count and the sum, 8 bytes each, little-endian.
@@ -139,21 +140,54 @@ public struct AggregateTotal: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// Records added to a group's total and taken from it, in figures wide enough that no number of
+/// `Int64` amounts overflows them: only the stored result must fit in `Int64`, whatever the order
+/// the records come in.
+struct TotalChange: Equatable {
+    var count: Int128 = 0
+    var sum: Int128 = 0
+
+    /// One record with `amount` joins the group (`joins`) or leaves it.
+    mutating func record(_ amount: Int64, joins: Bool) {
+        count += joins ? 1 : -1
+        sum += joins ? Int128(amount) : -Int128(amount)
+    }
+
+    /// A stored total's records joining.
+    mutating func add(_ total: AggregateTotal) {
+        count += Int128(total.count)
+        sum += Int128(total.sum)
+    }
+
+    /// As a total, or `nil` when a figure leaves `Int64`.
+    var total: AggregateTotal? { AggregateTotal.zero.adding(self) }
+}
+
 extension RecordIndex {
     /// The totals of the groups `query` selects (equality on leading components, a comparison on
     /// the last), added up: one point read for a whole group, one read per group for a range.
     /// Only for an index of totals (``AggregateIndex``); one that is not readable throws
     /// ``RecordError/indexNotReady(type:index:state:)``.
     public func total(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> AggregateTotal {
-        var total = AggregateTotal.zero
+        var change = TotalChange()
         try ctx.scanTotals(self, query, limit: nil, order: .ascending) { _, group in
-            guard let sum = total.adding(group) else {
-                throw RecordError.invalidIndex(type: "\(R.self)", index: name, detail: "the groups' total leaves Int64")
-            }
-            total = sum
+            change.add(group)
             return true
         }
+        guard let total = change.total else {
+            throw RecordError.invalidIndex(type: "\(R.self)", index: name, detail: "the groups' total leaves Int64")
+        }
         return total
+    }
+
+    /// How many records the groups `query` selects hold (their sums are not added up).
+    func totalCount(in ctx: TransactionContext, _ query: RecordQuery) throws -> Int {
+        var count = 0
+        try ctx.scanTotals(self, query, limit: nil, order: .ascending) { _, group in
+            count += Int(group.count)
+            return true
+        }
+        return count
     }
 
     /// Each group `query` selects with its total, in the order of its values, at most `limit`:
@@ -193,15 +227,10 @@ extension TransactionContext {
             let built = try reader.get(SystemKey.indexBuild(keyspace: R.recordType.keyspace, name: index.name, generation: index.generation))
             guard let built, !built.lexicographicallyPrecedes(key) else { return [] }
         }
-        var changes: [[UInt8]: AggregateTotal] = [:]
-        for (record, adds) in [(new, true), (old, false)] {
+        var changes: [[UInt8]: TotalChange] = [:]
+        for (record, joins) in [(new, true), (old, false)] {
             guard let record else { continue }
-            for (group, amount) in declaration.totalEntries(of: record) {
-                let (negated, negationOverflows) = Int64(0).subtractingReportingOverflow(amount)
-                let change = adds ? AggregateTotal(count: 1, sum: amount) : AggregateTotal(count: -1, sum: negated)
-                guard adds || !negationOverflows, let sum = changes[group, default: .zero].adding(change) else { throw totalOverflow(R.self, index) }
-                changes[group] = sum
-            }
+            for (group, amount) in declaration.totalEntries(of: record) { changes[group, default: TotalChange()].record(amount, joins: joins) }
         }
         return try totalWrites(R.self, index, adding: changes)
     }
@@ -209,9 +238,9 @@ extension TransactionContext {
     /// The writes that add `changes` (by group) to the stored totals of `index`: a group whose
     /// count reaches zero is deleted. Throws before anything is written when a total would leave
     /// `Int64`, a group key is over the limit, or a stored total is not one.
-    func totalWrites<R: Record>(_: R.Type, _ index: ActiveIndex, adding changes: [[UInt8]: AggregateTotal]) throws -> [(key: [UInt8], value: [UInt8]?)] {
+    func totalWrites<R: Record>(_: R.Type, _ index: ActiveIndex, adding changes: [[UInt8]: TotalChange]) throws -> [(key: [UInt8], value: [UInt8]?)] {
         var writes: [(key: [UInt8], value: [UInt8]?)] = []
-        for (group, change) in changes.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) where change != .zero {
+        for (group, change) in changes.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) where change != TotalChange() {
             let key = index.prefix + group
             try checkEntryLength(R.self, index, key.count)
             let stored = try reader.get(key).map { bytes in
@@ -223,7 +252,7 @@ extension TransactionContext {
             guard let next = stored.adding(change) else { throw totalOverflow(R.self, index) }
             guard next.count > 0 || next == .zero else {
                 throw RecordError.corruptIndex(type: "\(R.self)", index: index.name,
-                                               detail: "a group's total (\(stored)) does not hold the records a write takes from it (\(change))")
+                                               detail: "a group's total (\(stored)) does not hold the records a write takes from it (count \(change.count), sum \(change.sum))")
             }
             writes.append((key, next.count == 0 ? nil : next.encoded))
         }

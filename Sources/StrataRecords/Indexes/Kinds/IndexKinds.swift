@@ -25,6 +25,7 @@ public enum IndexKinds {
     /// Registers (or replaces) how kind `kind`'s entries are read without the record's Swift type.
     public static func register(_ kind: String, reading: @escaping CatalogReading) {
         precondition(kind != value, "the value kind is built in")
+        precondition(!AggregateKinds.keepTotals(kind), "kind \(kind) names an index of totals (AggregateIndex)")
         registered.withLock { $0[kind] = reading }
     }
 
