@@ -31,6 +31,7 @@ test: deps
 	bash Tests/Fixtures/check-sqlite-only.sh
 	.build/debug/strata conformance --engine all
 	.build/debug/strata-etcd conformance --members 3 --differential 2000
+	.build/debug/strata-etcd conformance --members 1 --encrypted --differential 0
 	.build/debug/strata-etcd bench --records 300 --operations 20 --members 1 --engines lmdb --output .build/bench-etcd-smoke
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --rounds 2 --output .build/bench-smoke
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
@@ -50,7 +51,7 @@ test: deps
 DOC_TARGETS = $(LIBRARY_MODULES)
 LIBRARY_MODULES := StrataEngine StrataLMDB StrataLevelDB StrataSQLite StrataMemory StrataKeyCodec \
   StrataRecords StrataSchemaHash StrataMacros StrataBundledEngines Strata StrataConformance StrataRecordConformance \
-  StrataEtcd StrataEtcdCluster StrataStoreTools
+  StrataEtcd StrataEtcdCluster StrataStoreTools StrataEncryption
 # In a clone whose tests were never built, the test modules' symbol graphs fail to load: only the
 # library modules' are needed (undocumented.py requires each), so only other errors fail the target.
 docs: deps

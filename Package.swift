@@ -14,6 +14,8 @@
 //   Sources/StrataSchemaHash the hash of derived schema versions (the record layer and the macro plugin)
 //   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter);
 //                         RecordFormat.md is the on-disk format
+//   Sources/StrataEncryption value encryption (AES-256-GCM from swift-crypto), a value transform
+//                         of the record layer: a product of its own, not built by `make run`
 //   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin, swift-syntax)
 //   Sources/Strata        the one import: records, the macro and every bundled engine
 //   Sources/StrataBundledEngines the one list of bundled engines (CLI, benchmark, tests)
@@ -37,6 +39,8 @@ let package = Package(
         .library(name: "StrataMemory", targets: ["StrataMemory"]),
         .library(name: "StrataKeyCodec", targets: ["StrataKeyCodec"]),
         .library(name: "StrataRecords", targets: ["StrataRecords"]),
+        // Encryption at rest: swift-crypto is built only by those who import it.
+        .library(name: "StrataEncryption", targets: ["StrataEncryption"]),
         .library(name: "StrataMacros", targets: ["StrataMacros"]),
         .library(name: "StrataBundledEngines", targets: ["StrataBundledEngines"]),
         .library(name: "Strata", targets: ["Strata"]),
@@ -57,6 +61,8 @@ let package = Package(
         // `make docs` only: a command plugin, built when documentation is generated, never by
         // `swift build`.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // AES-GCM, HKDF and HMAC for StrataEncryption (3.x or 4.x, whichever an app resolves).
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
     ],
     targets: [
         // C libraries, through the system's packages.
@@ -86,6 +92,8 @@ let package = Package(
         // The record layer: records, Store (engine picked at init), typed queries. No adapter:
         // each engine's `Store(.x(…))` choice comes with its adapter module.
         .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C", "StrataSchemaHash"]),
+        // Value encryption: a value transform of the record layer over swift-crypto.
+        .target(name: "StrataEncryption", dependencies: ["StrataRecords", .product(name: "Crypto", package: "swift-crypto")]),
         // The hash of derived schema versions, shared by the record layer and the macro plugin.
         .target(name: "StrataSchemaHash"),
 
@@ -147,14 +155,14 @@ let package = Package(
             name: "strata-etcd",
             dependencies: [
                 "StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance",
-                "StrataRecords", "StrataKeyCodec", "StrataBundledEngines", "StrataStoreTools",
+                "StrataRecords", "StrataKeyCodec", "StrataBundledEngines", "StrataStoreTools", "StrataEncryption",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine", "StrataConformance"]),
-        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "StrataEtcd", "StrataEtcdCluster"]),
+        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "StrataEncryption", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "StrataEtcd", "StrataEtcdCluster"]),
         .testTarget(
             name: "StrataMacrosPluginTests",
             dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
@@ -166,7 +174,7 @@ let package = Package(
             name: "StrataAdapterTests",
             dependencies: [
                 "StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataBundledEngines", "StrataConformance",
-                "StrataRecordConformance", "StrataRecords", "StrataKeyCodec", "CLMDB", "CLevelDB",
+                "StrataRecordConformance", "StrataRecords", "StrataKeyCodec", "StrataEncryption", "CLMDB", "CLevelDB",
             ]
         ),
         .testTarget(

@@ -92,6 +92,13 @@ public struct ConformanceCase: Sendable {
 
     /// `group/name`, unique in the suite.
     public var id: String { "\(group)/\(name)" }
+
+    /// This case with its body run inside `wrapper` (which must call the body it is given once):
+    /// for a kit that runs its cases in a setting of its own, such as stores opened with options.
+    public func wrapped(_ wrapper: @escaping @Sendable (_ body: () throws -> Void) throws -> Void) -> ConformanceCase {
+        let body = self.body
+        return ConformanceCase(group, name, requires: requires) { ctx in try wrapper { try body(ctx) } }
+    }
 }
 
 /// The outcome of a run.

@@ -119,8 +119,8 @@ enum AggregateCases {
             var random = SeededRandom(seed: 0xB0)
             var tickets: [Int: T] = [:]
             for id in stride(from: 0, to: 150, by: 2) { tickets[id] = T.random(id: id, &random) }
-            try Store(engine: engine).withTransaction { tx in for ticket in tickets.values { try tx.insert(UntalliedTicket(ticket)) } }
-            let store = try Store(engine: engine)
+            try CaseStores.store(on: engine).withTransaction { tx in for ticket in tickets.values { try tx.insert(UntalliedTicket(ticket)) } }
+            let store = try CaseStores.store(on: engine)
             try expectRecordError(.indexNotReady(type: "TallyTicket", index: "perVenue", state: .writeOnly), "a total before the build") {
                 try store.withReadTransaction { tx in try T.perVenue.total(in: tx) }
             }

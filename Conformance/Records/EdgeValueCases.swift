@@ -71,7 +71,7 @@ enum EdgeValueCases {
 
     static let all: [ConformanceCase] = [
         ConformanceCase("index", "equality on values ending in or holding 00, 01 and FF (and the empty value) matches exactly them, on every read path and in both orders") { ctx in
-            let store = try Store(engine: ctx.open())
+            let store = try CaseStores.store(on: ctx.open())
             try store.withTransaction { tx in for record in E.cast { try tx.insert(record) } }
             try store.withReadTransaction { tx in
                 for value in E.strings + ["a\0c", "c"] {

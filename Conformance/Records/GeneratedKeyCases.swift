@@ -48,7 +48,7 @@ enum GeneratedKeyCases {
 
         ConformanceCase("generated-keys", "a key that is not one Int, a built record with another key, a damaged sequence and Int.max are typed errors") { ctx in
             let engine = try ctx.open()
-            let store = try Store(engine: engine)
+            let store = try CaseStores.store(on: engine)
             try expectRecordError(.keyGeneration(type: "NamedTicket", detail: "an auto-increment key must be one Int; the key is (id: String)"), "a String key") {
                 try store.withTransaction { tx in try tx.nextID(NamedTicket.self) }
             }

@@ -342,10 +342,10 @@ enum IndexCases {
     static let jobs: [ConformanceCase] = [
         ConformanceCase("index", "an index added to records already stored is write-only until Store.prepare builds it") { ctx in
             let engine = try ctx.open()
-            try Store(engine: engine).withTransaction { tx in
+            try CaseStores.store(on: engine).withTransaction { tx in
                 for id in 0..<120 { try tx.insert(UnindexedMember(M(id: id, email: "m\(id)@x", city: "C\(id % 7)", age: id % 9, tags: ["t\(id % 5)"]))) }
             }
-            let store = try Store(engine: engine)
+            let store = try CaseStores.store(on: engine)
             try expectRecordError(.indexNotReady(type: "IndexedMember", index: "byEmail", state: .writeOnly), "a query before the build") {
                 try store.withReadTransaction { tx in try M.byEmail.select(in: tx) }
             }
@@ -406,7 +406,7 @@ enum IndexCases {
 
 extension CaseContext {
     /// A record store on the case's engine (closed with the case).
-    func recordStore() throws -> Store { try Store(engine: open()) }
+    func recordStore() throws -> Store { try CaseStores.store(on: open()) }
 
     /// A record store holding ``IndexedMember/cast``, its indexes exact.
     func storeWithCast() throws -> Store {

@@ -1,4 +1,6 @@
 import StrataConformance
+import StrataEngine
+import StrataRecords
 
 /// The record layer's conformance cases: what an engine must do for records and their secondary
 /// indexes to behave as on every bundled engine (ordered scans in both directions, limits, reading
@@ -20,4 +22,25 @@ public enum RecordConformance {
     /// (plain `Codable` records in every value format, typed queries by `id`, key-path indexes)
     /// and `generated-keys/…` (auto-increment keys).
     public static let cases: [ConformanceCase] = IndexCases.all + AggregateCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all + CodableRecordCases.all + GeneratedKeyCases.all
+
+    /// ``cases``, their stores opened with the value transforms `transforms` (encryption,
+    /// compression): everything the cases check must hold with the values transformed.
+    ///
+    /// ```swift
+    /// let cases = RecordConformance.cases(transforms: [RecordEncryption(key: .random())])
+    /// ```
+    public static func cases(transforms: [any ValueTransform]) -> [ConformanceCase] {
+        cases.map { $0.wrapped { body in try CaseStores.$transforms.withValue(transforms, operation: body) } }
+    }
+}
+
+/// How the record cases open their stores: with the transforms of ``RecordConformance/cases(transforms:)``,
+/// or none.
+enum CaseStores {
+    @TaskLocal static var transforms: [any ValueTransform] = []
+
+    /// A record store on `engine`, with the case's transforms.
+    static func store(on engine: any KeyValueEngine) throws -> Store {
+        transforms.isEmpty ? try Store(engine: engine) : try Store(engine: engine, transforms: transforms)
+    }
 }

@@ -77,8 +77,10 @@ enum Manifest {
                 return contents.format < expected.format ? .needsUpgrade(from: contents.format) : .current
             }
             try tx.put(encode(expected), forKey: SystemKey.manifest)
-            // A new store gets its identity with its manifest: no reader ever sees it without one.
+            // A new store gets its identity (and its transforms their salt) with its manifest: no
+            // reader ever sees it without them.
             try StoreIdentity.drawNew(in: tx)
+            if !transforms.isEmpty { try StoreSalt.drawNew(in: tx) }
             return .current
         }
     }

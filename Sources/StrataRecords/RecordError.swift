@@ -4,6 +4,11 @@ import StrataEngine
 public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stored value or key of `type` could not be decoded (corrupt or foreign bytes).
     case corruptRecord(type: String, detail: String)
+    /// A value of `type` at `key` (its components, or hex) that the store's value transform
+    /// `transform` refused (``ValueTransform``): altered, moved from another key or store, or
+    /// sealed under a key the store was not opened with. Its checksum matched: the bytes are as
+    /// written, not damaged by the disk.
+    case valueRefused(type: String, key: String, transform: String, reason: ValueTransformError)
     /// A value written under another schema version, with no migration for it.
     case versionMismatch(type: String, stored: UInt32, current: UInt32)
     /// A field of the record could not be encoded; nothing was written.
@@ -59,6 +64,7 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .corruptRecord(type, detail): return "corrupt \(type) record: \(detail)"
+        case let .valueRefused(type, key, transform, reason): return "\(type) record at \(key): \(transform) refused its value: \(reason)"
         case let .versionMismatch(type, stored, current):
             return "\(type) record stored under schema version \(stored), the type is at version \(current) and has no migration for it"
         case let .unencodableField(type, detail): return "\(type) record not stored: \(detail)"

@@ -54,17 +54,36 @@ public final class Store: Sendable {
     @_spi(Testing)
     public convenience init(engine: any KeyValueEngine, readOnly: Bool, upgradeBatchSize: Int,
                             onUpgradeBatch: (FormatUpgradeReport) -> Void) throws {
-        try self.init(engine: engine, readOnly: readOnly, transforms: [], upgradeBatchSize: upgradeBatchSize, onUpgradeBatch: onUpgradeBatch)
+        try self.init(opening: engine, readOnly: readOnly, transforms: [], upgradeBatchSize: upgradeBatchSize, onUpgradeBatch: onUpgradeBatch)
     }
 
-    /// Opens a store whose record values pass through `transforms` (``ValueTransform``): a new
-    /// store names them in its manifest, an existing one must have been written with the same.
-    init(engine: any KeyValueEngine, readOnly: Bool, transforms: [any ValueTransform],
-         upgradeBatchSize: Int = FormatUpgrade.defaultBatchSize, onUpgradeBatch: (FormatUpgradeReport) -> Void = { _ in }) throws {
+    /// Opens (with `.create`, creates) a store on `engine` whose record values pass through
+    /// `transforms` (``ValueTransform``), applied in order on writes (compression before
+    /// encryption) and reversed on reads. A new store names them
+    /// in its manifest; an existing one opens only with the transforms it was made with (others,
+    /// or none, are refused with ``RecordError/manifestMismatch(detail:)``).
+    ///
+    /// ```swift
+    /// let store = try Store(.lmdb(path: "/tmp/secrets"), transforms: [RecordEncryption(key: key)])
+    /// ```
+    public convenience init(_ engine: EngineConfiguration, mode: OpenMode = .create, durability: Durability = .full,
+                            transforms: [any ValueTransform]) throws {
+        try self.init(engine: try engine.open(EngineOptions(mode: mode, durability: durability)), readOnly: mode == .readOnly, transforms: transforms)
+    }
+
+    /// Opens a store on an engine you opened yourself whose record values pass through
+    /// `transforms`, as ``init(_:mode:durability:transforms:)``.
+    public convenience init(engine: any KeyValueEngine, readOnly: Bool = false, transforms: [any ValueTransform]) throws {
+        try self.init(opening: engine, readOnly: readOnly, transforms: transforms, upgradeBatchSize: FormatUpgrade.defaultBatchSize)
+    }
+
+    /// Opens a store whose record values pass through `transforms` (``ValueTransform``), upgrading
+    /// an older format in batches of `upgradeBatchSize` records and calling `onUpgradeBatch` after each.
+    init(opening engine: any KeyValueEngine, readOnly: Bool, transforms: [any ValueTransform],
+         upgradeBatchSize: Int, onUpgradeBatch: (FormatUpgradeReport) -> Void = { _ in }) throws {
         self.engine = engine
-        envelope = RecordEnvelope(transforms)
         do {
-            switch try Manifest.check(engine, readOnly: readOnly, transforms: envelope.names) {
+            switch try Manifest.check(engine, readOnly: readOnly, transforms: transforms.map(\.name)) {
             case .current:
                 formatUpgrade = nil
             case .needsUpgrade(let from):
@@ -72,6 +91,7 @@ public final class Store: Sendable {
                 formatUpgrade = try FormatUpgrade.run(engine, batchSize: upgradeBatchSize, onBatch: onUpgradeBatch)
             }
             identity = StoreIdentity.load(engine, readOnly: readOnly)
+            envelope = transforms.isEmpty ? .plain : RecordEnvelope(try StoreSalt.bind(transforms, in: engine))
         } catch {
             try? engine.close()
             throw error

@@ -11,6 +11,8 @@ enum SystemKey {
     static let features = prefix + KeyCodec.encode("features")
     /// The store's identity (``StoreIdentity``), which page tokens carry.
     static let identity = prefix + KeyCodec.encode("identity")
+    /// The salt of a store's value transforms (``StoreSalt``); only in stores made with transforms.
+    static let transformSalt = prefix + KeyCodec.encode("transform-salt")
     /// One catalog entry per keyspace: key layout, schemas, features.
     static func keyspace(_ name: String) -> [UInt8] { prefix + KeyCodec.encode("keyspace", name) }
     static let keyspaces = KeyRange.components(prefix: prefix + KeyCodec.encode("keyspace"))

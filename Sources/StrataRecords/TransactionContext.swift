@@ -466,8 +466,8 @@ public final class TransactionContext {
     /// Opens a stored record's envelope and lends `body` its schema version and its fields as the
     /// record wrote them (`bytes` from `offset` on: the engine's own bytes, or the transforms'
     /// reversal in the context's scratch buffer). The checksum comes first: damaged bytes never
-    /// reach a transform or a decoder. A damaged or refused value throws
-    /// ``RecordError/corruptRecord(type:detail:)`` naming `R`.
+    /// reach a transform or a decoder. A damaged value throws ``RecordError/corruptRecord(type:detail:)``
+    /// naming `R`; one a transform refuses, ``RecordError/valueRefused(type:key:transform:reason:)``.
     @inlinable @inline(__always)  // in every record read: called, it cost 75 instructions a read
     func withStoredFields<R: Record, T>(
         _: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
@@ -485,7 +485,7 @@ public final class TransactionContext {
         do {
             return try envelope.withFields(sealed, key: key, scratch: &scratch) { bytes, offset in try body(sealed.version, bytes, offset) }
         } catch let damage as RecordEnvelope.Damage {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: damage.detail)
+            throw damage.recordError(type: "\(R.self)", key: key)
         }
     }
 

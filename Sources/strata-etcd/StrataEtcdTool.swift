@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StrataConformance
 import StrataEngine
+import StrataEncryption
 import StrataEtcd
 import StrataEtcdCluster
 import StrataRecordConformance
@@ -66,6 +67,9 @@ struct EtcdConformance: ParsableCommand {
     @Option(help: "Operations of the differential test (a random log checked against a model); 0 skips it.")
     var differential = 2_000
 
+    @Flag(help: "Run only the record cases, with every value encrypted (StrataEncryption).")
+    var encrypted = false
+
     func run() throws {
         var local: LocalCluster?
         let endpoints: [String]
@@ -83,7 +87,9 @@ struct EtcdConformance: ParsableCommand {
             .etcd(options),
             peer: ConformancePeer(executable: tool, arguments: EtcdConformancePeer.arguments(options)))
         subject.locations = EtcdLocations(keys: try EtcdKeySpace(options))
-        let cases = (ConformanceSuite.cases + RecordConformance.cases).filter { testCase in filter.map { testCase.id.contains($0) } ?? true }
+        let all = encrypted ? RecordConformance.cases(transforms: [RecordEncryption(key: .random())])
+                            : ConformanceSuite.cases + RecordConformance.cases
+        let cases = all.filter { testCase in filter.map { testCase.id.contains($0) } ?? true }
         let report = ConformanceSuite.run(subject, cases: cases) { testCase in
             if verbose { print("[etcd] \(testCase.id)"); fflush(nil) }
         }

@@ -1,7 +1,9 @@
 import StrataConformance
+import StrataEncryption
 import StrataEngine
 import StrataMemory
 import StrataRecordConformance
+import StrataRecords
 import Testing
 
 /// The record layer's conformance cases (`Conformance/Records`, secondary indexes) on every
@@ -19,6 +21,31 @@ struct RecordConformanceTests {
         #expect(report.skipped == (engine.capabilities.contains(.persistent) ? [] : needPersistence))
         #expect(report.passed.count + report.skipped.count == RecordConformance.cases.count)
         print(report.description)
+    }
+
+    @Test("every record case passes on every bundled engine with every value encrypted (StrataEncryption)", arguments: Engines.all)
+    func passesEncrypted(engine: EngineUnderTest) async {
+        let cases = RecordConformance.cases(transforms: [RecordEncryption(key: .random())])
+        await caseSlots.acquire()
+        let report = await ConformanceSuite.run(engine, cases: cases)
+        await caseSlots.release()
+        #expect(report.failures.isEmpty, "\(report.description)")
+        let needPersistence = RecordConformance.cases.filter { $0.requires == .persistent }.map(\.id)
+        #expect(report.skipped == (engine.capabilities.contains(.persistent) ? [] : needPersistence))
+        #expect(report.passed.count + report.skipped.count == RecordConformance.cases.count)
+    }
+
+    @Test("the cases run with the transforms they are given: a transform that loses a byte on reads fails them")
+    func transformsReachTheStores() async {
+        struct LosesAByte: ValueTransform {
+            var name: String { "loses-a-byte" }
+            func apply(_ fields: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) { output.append(contentsOf: fields) }
+            func reverse(_ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+                output.append(contentsOf: stored.dropLast())
+            }
+        }
+        let report = await ConformanceSuite.run(Engines.memory, cases: RecordConformance.cases(transforms: [LosesAByte()]))
+        #expect(report.failures.count > RecordConformance.cases.count / 2, "\(report.failures.count) failures")
     }
 
     @Test("the record cases cover queries of every kind of index, their maintenance, unique violations, limits, builds and paging")

@@ -5,6 +5,7 @@ import StrataEngine
 import StrataKeyCodec
 import StrataMemory
 import Testing
+@testable import StrataEncryption
 
 /// The record of RecordFormat.md's examples: key `id: Int`, field `text: String`, derived version.
 struct Note: Record, Equatable {
@@ -94,10 +95,34 @@ private let noteKey = KeyCodec.encode("Note") + KeyCodec.encode(7)
 
 @Suite("RecordFormat.md: the spec's vectors")
 struct RecordFormatTests {
+    static let vectorKey = try! EncryptionKey(bytes: (1...32).map { UInt8($0) })
+    static let vectorFields: [UInt8] = [0x02, 0x68, 0x69]
+    /// The encryption of the vectors: key 01 … 20, salt A0 … AF, every nonce B0 … BB.
+    static func vectorEncryption() throws -> any ValueTransform {
+        var encryption = RecordEncryption(key: vectorKey)
+        encryption.fixedNonce = Array(0xB0...0xBB)
+        return try encryption.bound(toStore: Array(0xA0...0xAF))
+    }
+
     static let vectors: [FormatVector] = [
         key("manifest", SystemKey.manifest, components: ["manifest"]),
         key("sequence of keyspace `Note`", SystemKey.sequence("Note"), components: ["sequence", "Note"]),
         key("identity", SystemKey.identity, components: ["identity"]),
+        key("transform salt", SystemKey.transformSalt, components: ["transform-salt"]),
+        FormatVector(name: "identifier of the key 01 02 … 20", written: {
+            withUnsafeBytes(of: RecordFormatTests.vectorKey.id.bigEndian, Array.init)
+        }, readsBack: { bytes in bytes.reduce(0) { $0 << 8 | UInt32($1) } == RecordFormatTests.vectorKey.id }),
+        FormatVector(name: "fields `02 68 69` of `Note(id: 7)` sealed by aes-256-gcm (key 01 … 20, salt A0 … AF, nonce B0 … BB)", written: {
+            var sealed: [UInt8] = []
+            try RecordFormatTests.vectorFields.withUnsafeBytes { f in
+                try noteKey.withUnsafeBytes { try RecordFormatTests.vectorEncryption().apply(f, key: $0, to: &sealed) }
+            }
+            return sealed
+        }, readsBack: { bytes in
+            var opened: [UInt8] = []
+            try bytes.withUnsafeBytes { b in try noteKey.withUnsafeBytes { try RecordFormatTests.vectorEncryption().reverse(b, key: $0, to: &opened) } }
+            return opened == RecordFormatTests.vectorFields
+        }),
         FormatVector(name: "identity 5", written: { StoreIdentity.encode(5) }, readsBack: { try StoreIdentity.decode($0) == 5 }),
         codable("codable Point(id: 7, x: -2, name: \"a\")", FormatPoint(id: 7, x: -2, name: "a"), id: 7),
         codable("codable Pair(a: [1, 200], b: Inner(a: nil))", FormatPair(a: [1, 200], b: .init(a: nil))),

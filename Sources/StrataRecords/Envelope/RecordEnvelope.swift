@@ -5,9 +5,8 @@ import StrataEngine
 ///     varint(schema version) ‖ T(fields) ‖ CRC-32C(key ‖ everything before it), 4 bytes little-endian
 ///
 /// `T` is the store's chain of value transforms (``ValueTransform``), named in its manifest, so a
-/// store never opens without the transforms it was written with. Without one (every store
-/// today) `T(fields)` is the fields as ``Record/writeFields(to:)`` wrote them, and reads lend the
-/// engine's bytes as they are. The checksum covers the stored bytes, so a damaged value is
+/// store never opens without the transforms it was written with. Without one `T(fields)` is the
+/// fields as ``Record/writeFields(to:)`` wrote them, and reads lend the engine's bytes as they are. The checksum covers the stored bytes, so a damaged value is
 /// refused before a transform or a decoder sees it.
 ///
 /// Inserts seal through ``seal(_:fieldsStart:keyLength:)``; every reader opens through ``open(key:value:)``
@@ -38,9 +37,24 @@ struct RecordEnvelope: Sendable {
         @usableFromInline enum Kind: Sendable { case checksum, version, transform }
         @usableFromInline let kind: Kind
         @usableFromInline let detail: String
+        /// For `.transform`: the transform that refused the bytes, and why.
+        @usableFromInline let refusal: (transform: String, error: ValueTransformError)?
         @inlinable init(_ kind: Kind, _ detail: String) {
             self.kind = kind
             self.detail = detail
+            refusal = nil
+        }
+        init(refusedBy transform: String, _ error: ValueTransformError) {
+            kind = .transform
+            detail = "value: transform \(transform): \(error)"
+            refusal = (transform, error)
+        }
+
+        /// The error a typed read throws for this damage to a record of type `type` at `key`.
+        @usableFromInline
+        func recordError(type: String, key: UnsafeRawBufferPointer) -> RecordError {
+            guard let refusal else { return .corruptRecord(type: type, detail: detail) }
+            return .valueRefused(type: type, key: StoreProblem.describe(Array(key)), transform: refusal.transform, reason: refusal.error)
         }
     }
 
@@ -153,8 +167,10 @@ struct RecordEnvelope: Sendable {
             output.removeAll(keepingCapacity: true)
             do {
                 try input.withUnsafeBytes { try transform.reverse($0, key: key, to: &output) }
+            } catch let error as ValueTransformError {
+                throw Damage(refusedBy: transform.name, error)
             } catch {
-                throw Damage(.transform, "value: transform \(transform.name): \(error)")
+                throw Damage(refusedBy: transform.name, ValueTransformError(.malformed, "\(error)"))
             }
         }
     }

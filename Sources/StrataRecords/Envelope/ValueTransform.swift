@@ -1,22 +1,70 @@
 /// A reversible transform of a record's stored fields: the slot compression and encryption fill
 /// (as the FoundationDB Record Layer's transformed serializer wraps its serializer).
+/// `StrataEncryption`'s `RecordEncryption` is one; give them to
+/// ``Store/init(_:mode:durability:transforms:)``.
 ///
-/// A store's transforms form a chain applied in order on writes and reversed on reads
-/// (``RecordEnvelope``); the chain's names are stored in the store's manifest at creation and
-/// compared at every open, so a store is never read or written without the transforms it was
-/// written with (as LevelDB stores and checks its comparator's name). None ships yet: stores
-/// have an empty chain, and their values are the fields as the record wrote them.
+/// A store's transforms form a chain applied in order on writes and reversed on reads; the
+/// chain's names are stored in the store's manifest at creation and compared at every open, so a
+/// store is never read or written without the transforms it was written with (as LevelDB stores
+/// and checks its comparator's name). A store without transforms keeps its values as the
+/// records wrote them.
 ///
-/// Both directions receive the record's key, so a transform can bind a value to it (an
-/// authenticated cipher refuses a value moved to another key). A covering index entry holds
-/// its record's sealed value and is read with the record's key.
-@usableFromInline
-protocol ValueTransform: Sendable {
-    /// The name stored in the manifest; two transforms of one name must read each other's bytes.
+/// Both directions receive the record's key (its keyspace prefix included), so a transform can
+/// bind a value to it: an authenticated cipher refuses a value moved to another key. A covering
+/// index entry holds its record's sealed value and is read with the record's key. At open, each
+/// transform is bound to the store (``bound(toStore:)``): a random salt drawn when the store was
+/// made, which copies of the store keep, so a transform can refuse values of another store.
+///
+/// The checksum covers the transformed bytes: damaged bytes are refused before a transform sees
+/// them. Bytes a transform refuses on a read are a ``RecordError/valueRefused(type:key:transform:reason:)``
+/// naming the record.
+public protocol ValueTransform: Sendable {
+    /// The name stored in the manifest: two transforms of one name must read each other's bytes.
+    /// A transform whose bytes depend on a setting (a cipher's key) names it, so a store opened
+    /// with another setting is refused at open.
     var name: String { get }
+
+    /// The transform to use for the store whose salt is `storeSalt` (16 random bytes drawn when
+    /// the store was made). The default is `self`; a cipher derives the store's own key here.
+    func bound(toStore storeSalt: [UInt8]) throws -> any ValueTransform
+
     /// Appends `fields`, transformed, to `output`.
     func apply(_ fields: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) throws
-    /// Appends the fields `stored` was made from to `output`; throws for bytes ``apply(_:key:to:)``
-    /// did not make for `key`.
+
+    /// Appends the fields `stored` was made from to `output`. Throws ``ValueTransformError`` for
+    /// bytes ``apply(_:key:to:)`` did not make for `key` (any other error is reported as
+    /// ``ValueTransformError/Kind/malformed``).
     func reverse(_ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) throws
+}
+
+extension ValueTransform {
+    /// `self`: a transform that does not depend on the store.
+    public func bound(toStore storeSalt: [UInt8]) throws -> any ValueTransform { self }
+}
+
+/// Why a ``ValueTransform`` refused stored bytes.
+public struct ValueTransformError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kinds of refusal.
+    public enum Kind: String, Sendable, Hashable {
+        /// The bytes fail their authentication: altered, moved from another key or another store,
+        /// or sealed under another key with the same identifier.
+        case authenticationFailed = "authentication failed"
+        /// The bytes were sealed under a key the transform does not hold.
+        case missingKey = "missing key"
+        /// The bytes are not in the transform's format (too short, an unknown header).
+        case malformed
+    }
+
+    /// What is wrong.
+    public let kind: Kind
+    /// The refusal in a sentence, for people.
+    public let detail: String
+
+    /// A refusal of `kind`, explained by `detail`.
+    public init(_ kind: Kind, _ detail: String) {
+        self.kind = kind
+        self.detail = detail
+    }
+
+    public var description: String { "\(kind.rawValue): \(detail)" }
 }
