@@ -13,8 +13,9 @@ import Synchronization
 ///
 /// Each record value (and each covering index entry, which holds its record's value) is sealed
 /// under a key of its store, derived with HKDF-SHA256 from your key and the store's salt, with a
-/// random 96-bit nonce and the record's key as authenticated data (RecordFormat.md, "Encrypted
-/// values"). So a value altered on disk, moved to another key, or taken from another store is
+/// random 96-bit nonce, and the record's key and the value's schema version as authenticated data
+/// (RecordFormat.md, "Encrypted values"). So a value altered on disk (its version included), moved
+/// to another key, or taken from another store is
 /// refused on read with `RecordError.valueRefused(type:key:transform:reason:)`, never decoded.
 /// The manifest names the key's identifier: a store opened with another key, or without
 /// encryption, is refused at open with `RecordError.manifestMismatch(detail:)`.
@@ -73,9 +74,9 @@ public struct RecordEncryption: ValueTransform {
     }
 
     /// Appends `key identifier (4, big-endian) ‖ nonce (12) ‖ ciphertext ‖ tag (16)`.
-    public func apply(_ fields: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
+    public func apply(_ fields: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
         let nonce = try fixedNonce.map { try AES.GCM.Nonce(data: $0) } ?? AES.GCM.Nonce()
-        let box = try AES.GCM.seal(fields, using: currentStoreKey, nonce: nonce, authenticating: key)
+        let box = try AES.GCM.seal(fields, using: currentStoreKey, nonce: nonce, authenticating: header)
         output.reserveCapacity(output.count + fields.count + Self.overhead)
         withUnsafeBytes(of: current.id.bigEndian) { output.append(contentsOf: $0) }
         nonce.withUnsafeBytes { output.append(contentsOf: $0) }
@@ -83,17 +84,23 @@ public struct RecordEncryption: ValueTransform {
         output.append(contentsOf: box.tag)
     }
 
-    /// Appends the fields `stored` seals for `key`; refuses bytes too short to be sealed, sealed
-    /// under a key the provider does not hold, or failing authentication.
-    public func reverse(_ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
+    /// Appends the fields `stored` seals with `header`; refuses bytes too short to be sealed, sealed
+    /// under a key the provider does not hold (or could not give now), or failing authentication.
+    public func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
         guard stored.count >= Self.overhead else {
             throw ValueTransformError(.malformed, "\(stored.count) bytes, fewer than the \(Self.overhead) of a sealed value's header and tag")
         }
         let id = stored.prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
         let storeKey: SymmetricKey
+        let earlier: SymmetricKey?
+        do {
+            earlier = id == current.id ? nil : try ring.storeKey(id)
+        } catch {
+            throw ValueTransformError(.keyUnavailable, "the key provider failed to give key \(EncryptionKey.describe(id)): \(error)")
+        }
         if id == current.id {
             storeKey = currentStoreKey
-        } else if let earlier = try ring.storeKey(id) {
+        } else if let earlier {
             storeKey = earlier
         } else {
             throw ValueTransformError(.missingKey, "sealed under key \(EncryptionKey.describe(id)), which the key provider does not hold")
@@ -103,7 +110,7 @@ public struct RecordEncryption: ValueTransform {
             let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: UnsafeRawBufferPointer(rebasing: stored[4..<16])),
                                             ciphertext: UnsafeRawBufferPointer(rebasing: stored[16..<(stored.count - 16)]),
                                             tag: UnsafeRawBufferPointer(rebasing: stored[(stored.count - 16)...]))
-            opened = try AES.GCM.open(box, using: storeKey, authenticating: key)
+            opened = try AES.GCM.open(box, using: storeKey, authenticating: header)
         } catch {
             throw ValueTransformError(.authenticationFailed, "the value under key \(EncryptionKey.describe(id)) was altered, moved from another "
                                       + "record or store, or sealed with another key of that identifier")

@@ -61,6 +61,18 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// reached `Int.max`, or its stored sequence could not be decoded.
     case keyGeneration(type: String, detail: String)
 
+    /// Whether this error says a stored record cannot be read at all (damaged bytes, a version
+    /// without migration, a value its transform refuses as altered or malformed), so that passes
+    /// over many records (index builds, verification) count it and go on. A key that is missing or
+    /// unavailable is not: every record sealed under it would be skipped.
+    var isUnreadableRecord: Bool {
+        switch self {
+        case .corruptRecord, .versionMismatch: return true
+        case let .valueRefused(_, _, _, reason): return reason.kind == .authenticationFailed || reason.kind == .malformed
+        default: return false
+        }
+    }
+
     public var description: String {
         switch self {
         case let .corruptRecord(type, detail): return "corrupt \(type) record: \(detail)"

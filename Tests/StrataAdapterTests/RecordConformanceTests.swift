@@ -39,8 +39,8 @@ struct RecordConformanceTests {
     func transformsReachTheStores() async {
         struct LosesAByte: ValueTransform {
             var name: String { "loses-a-byte" }
-            func apply(_ fields: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) { output.append(contentsOf: fields) }
-            func reverse(_ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+            func apply(_ fields: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) { output.append(contentsOf: fields) }
+            func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) {
                 output.append(contentsOf: stored.dropLast())
             }
         }

@@ -68,6 +68,9 @@ struct EncryptionTests {
         try Self.rewrite(store, keyA) { $0[$0.count - 1] ^= 0x80 }  // a bit of the tag
         #expect(throws: Self.refusal(.authenticationFailed, Self.altered)) { try read() }
         try restore()
+        try Self.rewrite(store, keyA) { $0[0] ^= 0x01 }  // the schema version, outside the ciphertext but authenticated
+        #expect(throws: Self.refusal(.authenticationFailed, Self.altered)) { try read() }
+        try restore()
         try Self.rewrite(store, keyA, from: keyB)  // B's value under A's key
         #expect(throws: Self.refusal(.authenticationFailed, Self.altered)) { try read() }
         try restore()
@@ -86,6 +89,28 @@ struct EncryptionTests {
         #expect(try read() == a)
         let verification = try store.verify()
         #expect(verification.isClean, "\(verification.problems)")
+    }
+
+    @Test("a value refused as altered is an unreadable record to index verification, counted as a damaged one is; one under a key the provider lacks stops it",
+          arguments: BundledEngines.all)
+    func refusedValuesAreUnreadable(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let members = Array(ValueTransformTests.members.prefix(8))
+        let store = try Self.open(kind, dir.path)
+        defer { try? store.close() }
+        try store.withTransaction { ctx in for member in members { try ctx.insert(member) } }
+        try Self.rewrite(store, KeyCodec.encode("Member", 3)) { $0[$0.count - 1] ^= 0x01 }  // its tag
+        let results = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Member.self) }
+        #expect(results.count == Member.indexes.count && results.allSatisfy { $0.unreadableRecords == 1 })
+        #expect(throws: RecordError.self) { try store.withReadTransaction { ctx in try ctx.fetch(Member.self, .all.equal(3)) } }
+        #expect(try store.withReadTransaction { ctx in try ctx.fetch(Member.self, .all.equal(4)) } == members[4])
+        // A value under a key the provider does not hold stops verification: every value under
+        // that key would be left out.
+        let original = try #require(try store.engine.read { tx in try tx.get(KeyCodec.encode("Member", 5)) })
+        let fieldsStart = original.firstIndex { $0 < 0x80 }! + 1
+        try Self.rewrite(store, KeyCodec.encode("Member", 5)) { $0[fieldsStart] ^= 0xFF }
+        #expect(throws: RecordError.self) { try store.withReadTransaction { ctx in try ctx.verifyIndexes(Member.self) } }
     }
 
     @Test("a store opens only with its key: another key, no encryption, or encryption of a plain store is refused at open; a copy keeps the salt and opens with the key")
@@ -138,23 +163,33 @@ struct EncryptionTests {
         let fields: [UInt8] = Array("some fields".utf8)
         let old = try RecordEncryption(key: Self.otherKey).bound(toStore: salt)
         var sealed: [UInt8] = []
-        try fields.withUnsafeBytes { f in try recordKey.withUnsafeBytes { try old.apply(f, key: $0, to: &sealed) } }
+        try fields.withUnsafeBytes { f in try recordKey.withUnsafeBytes { try old.apply(f, header: $0, to: &sealed) } }
         #expect(sealed.count == fields.count + RecordEncryption.overhead)
         #expect(sealed.firstRange(of: fields) == nil)
 
         let rotated = try RecordEncryption(keys: StaticKeys(current: Self.key, previous: [Self.otherKey])).bound(toStore: salt)
         var opened: [UInt8] = []
-        try sealed.withUnsafeBytes { s in try recordKey.withUnsafeBytes { try rotated.reverse(s, key: $0, to: &opened) } }
+        try sealed.withUnsafeBytes { s in try recordKey.withUnsafeBytes { try rotated.reverse(s, header: $0, to: &opened) } }
         #expect(opened == fields)
         let currentOnly = try RecordEncryption(key: Self.key).bound(toStore: salt)
         #expect(throws: ValueTransformError(.missingKey, "sealed under key \(Self.otherKey.idDescription), which the key provider does not hold")) {
             var out: [UInt8] = []
-            try sealed.withUnsafeBytes { s in try recordKey.withUnsafeBytes { try currentOnly.reverse(s, key: $0, to: &out) } }
+            try sealed.withUnsafeBytes { s in try recordKey.withUnsafeBytes { try currentOnly.reverse(s, header: $0, to: &out) } }
         }
         let anotherStore = try RecordEncryption(keys: StaticKeys(current: Self.key, previous: [Self.otherKey])).bound(toStore: Array(0xB0...0xBF))
         #expect(throws: ValueTransformError.self) {
             var out: [UInt8] = []
-            try sealed.withUnsafeBytes { s in try recordKey.withUnsafeBytes { try anotherStore.reverse(s, key: $0, to: &out) } }
+            try sealed.withUnsafeBytes { s in try recordKey.withUnsafeBytes { try anotherStore.reverse(s, header: $0, to: &out) } }
+        }
+        struct Unavailable: KeyProvider {
+            struct Offline: Error, CustomStringConvertible { var description: String { "the vault is offline" } }
+            func currentKey() -> EncryptionKey { EncryptionTests.key }
+            func key(withID id: UInt32) throws -> EncryptionKey? { throw Offline() }
+        }
+        let offline = try RecordEncryption(keys: Unavailable()).bound(toStore: salt)
+        #expect(throws: ValueTransformError(.keyUnavailable, "the key provider failed to give key \(Self.otherKey.idDescription): the vault is offline")) {
+            var out: [UInt8] = []
+            try sealed.withUnsafeBytes { s in try recordKey.withUnsafeBytes { try offline.reverse(s, header: $0, to: &out) } }
         }
         #expect(EncryptionKey(passphrase: "correct horse battery staple", salt: "app").id == EncryptionKey(passphrase: "correct horse battery staple", salt: "app").id)
         #expect(EncryptionKey(passphrase: "correct horse battery staple", salt: "app").id != EncryptionKey(passphrase: "correct horse battery staple", salt: "app2").id)

@@ -97,6 +97,8 @@ private let noteKey = KeyCodec.encode("Note") + KeyCodec.encode(7)
 struct RecordFormatTests {
     static let vectorKey = try! EncryptionKey(bytes: (1...32).map { UInt8($0) })
     static let vectorFields: [UInt8] = [0x02, 0x68, 0x69]
+    /// The header the fields are sealed with: `Note(id: 7)`'s key, then its version 2932707909.
+    static let vectorHeader: [UInt8] = noteKey + [0xC5, 0xA4, 0xB6, 0xF6, 0x0A]
     /// The encryption of the vectors: key 01 … 20, salt A0 … AF, every nonce B0 … BB.
     static func vectorEncryption() throws -> any ValueTransform {
         var encryption = RecordEncryption(key: vectorKey)
@@ -112,15 +114,15 @@ struct RecordFormatTests {
         FormatVector(name: "identifier of the key 01 02 … 20", written: {
             withUnsafeBytes(of: RecordFormatTests.vectorKey.id.bigEndian, Array.init)
         }, readsBack: { bytes in bytes.reduce(0) { $0 << 8 | UInt32($1) } == RecordFormatTests.vectorKey.id }),
-        FormatVector(name: "fields `02 68 69` of `Note(id: 7)` sealed by aes-256-gcm (key 01 … 20, salt A0 … AF, nonce B0 … BB)", written: {
+        FormatVector(name: "fields `02 68 69` of `Note(id: 7)`, version 2932707909, sealed by aes-256-gcm (key 01 … 20, salt A0 … AF, nonce B0 … BB)", written: {
             var sealed: [UInt8] = []
             try RecordFormatTests.vectorFields.withUnsafeBytes { f in
-                try noteKey.withUnsafeBytes { try RecordFormatTests.vectorEncryption().apply(f, key: $0, to: &sealed) }
+                try RecordFormatTests.vectorHeader.withUnsafeBytes { try RecordFormatTests.vectorEncryption().apply(f, header: $0, to: &sealed) }
             }
             return sealed
         }, readsBack: { bytes in
             var opened: [UInt8] = []
-            try bytes.withUnsafeBytes { b in try noteKey.withUnsafeBytes { try RecordFormatTests.vectorEncryption().reverse(b, key: $0, to: &opened) } }
+            try bytes.withUnsafeBytes { b in try RecordFormatTests.vectorHeader.withUnsafeBytes { try RecordFormatTests.vectorEncryption().reverse(b, header: $0, to: &opened) } }
             return opened == RecordFormatTests.vectorFields
         }),
         FormatVector(name: "identity 5", written: { StoreIdentity.encode(5) }, readsBack: { try StoreIdentity.decode($0) == 5 }),

@@ -17,13 +17,13 @@ struct MaskingTransform: ValueTransform {
 
     static func keyByte(_ key: UnsafeRawBufferPointer) -> UInt8 { key.reduce(0x5A) { $0 &* 31 &+ $1 } }
 
-    func apply(_ fields: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
+    func apply(_ fields: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
         for byte in fields { output.append(byte ^ mask) }
-        output.append(Self.keyByte(key))
+        output.append(Self.keyByte(header))
     }
 
-    func reverse(_ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
-        guard let last = stored.last, last == Self.keyByte(key) else { throw Refused() }
+    func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
+        guard let last = stored.last, last == Self.keyByte(header) else { throw Refused() }
         for byte in stored.dropLast() { output.append(byte ^ mask) }
     }
 }

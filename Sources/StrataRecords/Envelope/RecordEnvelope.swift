@@ -91,7 +91,7 @@ struct RecordEnvelope: Sendable {
         for transform in transforms {
             output.removeAll(keepingCapacity: true)
             try bytes.withUnsafeBytes { all in
-                try input.withUnsafeBytes { try transform.apply($0, key: UnsafeRawBufferPointer(rebasing: all[..<keyLength]), to: &output) }
+                try input.withUnsafeBytes { try transform.apply($0, header: UnsafeRawBufferPointer(rebasing: all[..<fieldsStart]), to: &output) }
             }
             swap(&input, &output)
         }
@@ -152,13 +152,15 @@ struct RecordEnvelope: Sendable {
     func withFields<T>(_ sealed: Sealed, key: UnsafeRawBufferPointer, scratch: inout [UInt8],
                        _ body: (_ bytes: UnsafeRawBufferPointer, _ offset: Int) throws -> T) throws -> T {
         if isPlain { return try body(sealed.body, sealed.fieldsOffset) }
-        try reverse(sealed.fields, key: key, into: &scratch)
+        // The header the transforms were given: the key, then the version as stored.
+        let header = Array(key) + UnsafeRawBufferPointer(rebasing: sealed.body[..<sealed.fieldsOffset])
+        try header.withUnsafeBytes { try reverse(sealed.fields, header: $0, into: &scratch) }
         return try scratch.withUnsafeBytes { try body($0, 0) }
     }
 
-    /// The chain's reversal of `stored` into `output`.
+    /// The chain's reversal of `stored` (whose header is `header`: key and version) into `output`.
     @usableFromInline
-    func reverse(_ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(Damage) {
+    func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(Damage) {
         output.removeAll(keepingCapacity: true)
         output.append(contentsOf: stored)
         var input: [UInt8] = []
@@ -166,7 +168,7 @@ struct RecordEnvelope: Sendable {
             swap(&input, &output)
             output.removeAll(keepingCapacity: true)
             do {
-                try input.withUnsafeBytes { try transform.reverse($0, key: key, to: &output) }
+                try input.withUnsafeBytes { try transform.reverse($0, header: header, to: &output) }
             } catch let error as ValueTransformError {
                 throw Damage(refusedBy: transform.name, error)
             } catch {

@@ -9,9 +9,10 @@
 /// and checks its comparator's name). A store without transforms keeps its values as the
 /// records wrote them.
 ///
-/// Both directions receive the record's key (its keyspace prefix included), so a transform can
-/// bind a value to it: an authenticated cipher refuses a value moved to another key. A covering
-/// index entry holds its record's sealed value and is read with the record's key. At open, each
+/// Both directions receive the value's header: the record's key (its keyspace prefix included)
+/// followed by the value's schema version as stored (its varint), so a transform can bind a value
+/// to them: an authenticated cipher refuses a value moved to another key or given another
+/// version. A covering index entry holds its record's sealed value and is read with the record's key. At open, each
 /// transform is bound to the store (``bound(toStore:)``): a random salt drawn when the store was
 /// made, which copies of the store keep, so a transform can refuse values of another store.
 ///
@@ -28,13 +29,14 @@ public protocol ValueTransform: Sendable {
     /// the store was made). The default is `self`; a cipher derives the store's own key here.
     func bound(toStore storeSalt: [UInt8]) throws -> any ValueTransform
 
-    /// Appends `fields`, transformed, to `output`.
-    func apply(_ fields: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) throws
+    /// Appends `fields`, transformed, to `output`; `header` is the record's key and the value's
+    /// version, as stored.
+    func apply(_ fields: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws
 
     /// Appends the fields `stored` was made from to `output`. Throws ``ValueTransformError`` for
-    /// bytes ``apply(_:key:to:)`` did not make for `key` (any other error is reported as
+    /// bytes ``apply(_:header:to:)`` did not make with `header` (any other error is reported as
     /// ``ValueTransformError/Kind/malformed``).
-    func reverse(_ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, to output: inout [UInt8]) throws
+    func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws
 }
 
 extension ValueTransform {
@@ -51,6 +53,9 @@ public struct ValueTransformError: Error, Sendable, Hashable, CustomStringConver
         case authenticationFailed = "authentication failed"
         /// The bytes were sealed under a key the transform does not hold.
         case missingKey = "missing key"
+        /// The key the bytes need could not be had now (a key provider failed): the bytes may
+        /// be sound.
+        case keyUnavailable = "key unavailable"
         /// The bytes are not in the transform's format (too short, an unknown header).
         case malformed
     }

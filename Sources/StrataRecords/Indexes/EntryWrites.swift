@@ -19,7 +19,7 @@ final class EntryWrites {
     /// What to do, in order, with which bytes of the buffer.
     @exclusivity(unchecked) @usableFromInline var writes = ReusedArray<Write>()
     /// The totals of indexes of totals to write (`nil`: delete the group), after the entries.
-    @usableFromInline var totals: [(key: [UInt8], value: [UInt8]?)] = []
+    @exclusivity(unchecked) @usableFromInline var totals: [(key: [UInt8], value: [UInt8]?)] = []
 
     @usableFromInline
     enum Kind {
@@ -92,6 +92,12 @@ final class EntryWrites {
                 }
             }
         }
+        if !totals.isEmpty { try Self.apply(totals: totals, to: writer) }
+    }
+
+    /// Puts each total, or deletes its group where it is `nil` (its count reached 0).
+    @usableFromInline
+    static func apply(totals: [(key: [UInt8], value: [UInt8]?)], to writer: any KeyValueWriter) throws {
         for (key, value) in totals {
             if let value { try writer.put(value, forKey: key) } else { try writer.delete(key) }
         }

@@ -255,7 +255,7 @@ extension TransactionContext {
         for index in indexes where !index.totals {
             for entry in declared[index.position].entryValues(of: record) { try writer.delete(Self.entryKey(index.prefix, entry.bytes, primary)) }
         }
-        try apply(totals: totals, to: writer)
+        try EntryWrites.apply(totals: totals, to: writer)
         for entryKey in previousEntries { try writer.delete(entryKey) }
         for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
     }

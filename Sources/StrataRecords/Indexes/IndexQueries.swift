@@ -429,7 +429,7 @@ extension TransactionContext {
             let record: R
             do {
                 record = try recordKey.withUnsafeBytes { k in try stored.withUnsafeBytes { try decode(R.self, key: k, value: $0) } }
-            } catch RecordError.corruptRecord, RecordError.versionMismatch {
+            } catch let error as RecordError where error.isUnreadableRecord {
                 return true
             }
             // This group's entries only: their shared values are the group's (a byte prefix is not

@@ -26,8 +26,11 @@ public struct IndexVerification: Sendable, Hashable {
 
 extension TransactionContext {
     /// Recomputes each readable index of `R` from the records and compares it with the stored
-    /// entries (an index of totals: each group's total, as its entry's value): missing and stale entries (what `strata verify` reports, and what the tests
-    /// check after every random log). Reads every record and entry: O(records + entries).
+    /// entries (an index of totals: each group's total, as its entry's value): missing and stale
+    /// entries (what `strata verify` reports, and what the tests check after every random log).
+    /// Records that cannot be read (damaged, refused by a value transform, or of a version
+    /// without migration) are counted, not indexed. Reads every record and entry:
+    /// O(records + entries).
     public func verifyIndexes<R: Record>(_: R.Type) throws -> [IndexVerification] {
         let indexes = try prepare(R.self)
         let keyspacePrefix = prefix(R.self)
@@ -41,7 +44,7 @@ extension TransactionContext {
                 let record: R
                 do {
                     record = try decode(R.self, key: key, value: value)
-                } catch RecordError.corruptRecord, RecordError.versionMismatch {
+                } catch let error as RecordError where error.isUnreadableRecord {
                     unreadable += 1  // no entries can be derived; reading it fails either way
                     return true
                 }

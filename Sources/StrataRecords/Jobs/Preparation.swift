@@ -248,7 +248,7 @@ extension TransactionContext {
             operations += entries.count
             handled += 1
         }
-        try apply(totals: try totalWrites(R.self, index, adding: totals), to: writer)
+        try EntryWrites.apply(totals: try totalWrites(R.self, index, adding: totals), to: writer)
         report.recordsIndexed += handled
         if exhausted {
             guard var stored = try IndexCatalog.stored(keyspace: keyspace, in: reader).first(where: { $0.name == index.name })?.index else { return handled }
@@ -264,15 +264,12 @@ extension TransactionContext {
     }
 
     /// The record stored as `key` and `value`, or `nil` when it cannot be read as `R` (damaged,
-    /// or of a version `R` cannot migrate).
+    /// refused by the store's value transform, or of a version `R` cannot migrate).
     private func readable<R: Record>(_: R.Type, key: [UInt8], value: [UInt8]) throws -> R? {
         do {
             return try key.withUnsafeBytes { k in try value.withUnsafeBytes { try decode(R.self, key: k, value: $0) } }
-        } catch let error as RecordError {
-            switch error {
-            case .versionMismatch, .corruptRecord: return nil
-            default: throw error
-            }
+        } catch let error as RecordError where error.isUnreadableRecord {
+            return nil
         }
     }
 

@@ -81,10 +81,7 @@ public struct AggregateIndex<R: Record>: IndexMaintainer, @unchecked Sendable {
     public func writeEntries(of record: R, to entries: inout IndexEntries) {
         let first = entries.found.count
         groups.writeEntries(of: record, to: &entries)
-        let amount = self.amount(record)
-        for position in first..<entries.found.count {
-            entries.amounts.append(IndexEntries.Amount(position: position, amount: amount))
-        }
+        entries.give(amount: amount(record), toEntriesFrom: first)
     }
 }
 
@@ -263,10 +260,4 @@ extension TransactionContext {
         RecordError.invalidIndex(type: "\(R.self)", index: index.name, detail: "a group's total would leave Int64: the write is refused")
     }
 
-    /// Applies writes made by ``totalWrites(_:_:key:new:old:)``.
-    func apply(totals writes: [(key: [UInt8], value: [UInt8]?)], to writer: any KeyValueWriter) throws {
-        for (key, value) in writes {
-            if let value { try writer.put(value, forKey: key) } else { try writer.delete(key) }
-        }
-    }
 }

@@ -165,7 +165,15 @@ public struct IndexEntries {
     public mutating func add(amount: Int64, _ values: (inout KeyWriter) -> Void) {
         let before = found.count
         add(values)
-        if found.count > before { amounts.append(Amount(position: before, amount: amount)) }
+        give(amount: amount, toEntriesFrom: before)
+    }
+
+    /// Gives `amount` to every entry added from position `first` of `found` on: for an index
+    /// of totals whose groups another kind's `writeEntries` added (``AggregateIndex``), as
+    /// ``add(amount:_:)`` does for the group it adds.
+    @inlinable
+    mutating func give(amount: Int64, toEntriesFrom first: Int) {
+        for position in first..<found.count { amounts.append(Amount(position: position, amount: amount)) }
     }
 
     /// Starts an entry without a closure (the form ``ValueIndex`` uses): append its components to
