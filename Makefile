@@ -13,7 +13,7 @@ instructions: PACKAGES = $(SYSTEM_PACKAGES) valgrind bc
 # The C compiler for the LD_PRELOAD shims: the system's, or the toolchain's clang.
 SHIM_CC := $(shell command -v cc || command -v clang)
 
-.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-etcd crash powerloss sanitize fuzz fuzz-smoke instructions clean
+.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-encryption bench-etcd crash powerloss sanitize fuzz fuzz-smoke instructions clean
 
 run: deps
 	swift build -c release --product strata
@@ -137,6 +137,12 @@ bench-long: deps
 bench-peers: deps
 	swift build -c release --package-path Benchmarks/Peers --product strata-peers
 	Benchmarks/Peers/.build/release/strata-peers
+
+# Encryption's cost (fill and random reads, plain vs sealed, every bundled engine, with the
+# targets): a package of its own, so that `make run` never builds swift-crypto.
+bench-encryption: deps
+	swift build -c release --package-path Benchmarks/Encryption --product strata-encryption-bench
+	Benchmarks/Encryption/.build/release/strata-encryption-bench
 
 # The record layer on local etcd clusters of 1 and 3 members beside the embedded engines.
 bench-etcd: deps

@@ -75,13 +75,12 @@ public struct RecordEncryption: ValueTransform {
 
     /// Appends `key identifier (4, big-endian) ‖ nonce (12) ‖ ciphertext ‖ tag (16)`.
     public func apply(_ fields: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
-        let nonce = try fixedNonce.map { try AES.GCM.Nonce(data: $0) } ?? AES.GCM.Nonce()
+        let nonce = try fixedNonce.map { try AES.GCM.Nonce(data: $0) } ?? NonceSource.next()
         let box = try AES.GCM.seal(fields, using: currentStoreKey, nonce: nonce, authenticating: header)
         output.reserveCapacity(output.count + fields.count + Self.overhead)
         withUnsafeBytes(of: current.id.bigEndian) { output.append(contentsOf: $0) }
-        nonce.withUnsafeBytes { output.append(contentsOf: $0) }
-        output.append(contentsOf: box.ciphertext)
-        output.append(contentsOf: box.tag)
+        // nonce ‖ ciphertext ‖ tag, as the box holds them (its parts one by one cost a copy each).
+        box.combined!.withUnsafeBytes { output.append(contentsOf: $0) }  // a 12-byte nonce always has a combined form
     }
 
     /// Appends the fields `stored` seals with `header`; refuses bytes too short to be sealed, sealed
@@ -107,15 +106,13 @@ public struct RecordEncryption: ValueTransform {
         }
         let opened: Data
         do {
-            let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: UnsafeRawBufferPointer(rebasing: stored[4..<16])),
-                                            ciphertext: UnsafeRawBufferPointer(rebasing: stored[16..<(stored.count - 16)]),
-                                            tag: UnsafeRawBufferPointer(rebasing: stored[(stored.count - 16)...]))
+            let box = try AES.GCM.SealedBox(combined: UnsafeRawBufferPointer(rebasing: stored[4...]))
             opened = try AES.GCM.open(box, using: storeKey, authenticating: header)
         } catch {
             throw ValueTransformError(.authenticationFailed, "the value under key \(EncryptionKey.describe(id)) was altered, moved from another "
                                       + "record or store, or sealed with another key of that identifier")
         }
-        output.append(contentsOf: opened)
+        opened.withUnsafeBytes { output.append(contentsOf: $0) }
     }
 }
 
