@@ -2,7 +2,7 @@
 #   make run    installs missing system libraries, builds in release, runs the main job
 #   make test   installs missing system libraries, runs the whole test suite
 
-SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev lmdb-utils sqlite3
+SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev libzstd-dev lmdb-utils sqlite3
 # The tests also run the etcd engine on local clusters they start (and stop by PID).
 PACKAGES = $(SYSTEM_PACKAGES)
 test test-long conformance bench-etcd sanitize: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
@@ -13,7 +13,7 @@ instructions: PACKAGES = $(SYSTEM_PACKAGES) valgrind bc
 # The C compiler for the LD_PRELOAD shims: the system's, or the toolchain's clang.
 SHIM_CC := $(shell command -v cc || command -v clang)
 
-.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-encryption bench-etcd crash powerloss sanitize fuzz fuzz-smoke instructions clean
+.PHONY: run test test-long docs deps conformance bench-long bench-peers bench-transforms bench-etcd crash powerloss sanitize fuzz fuzz-smoke instructions clean
 
 run: deps
 	swift build -c release --product strata
@@ -31,7 +31,7 @@ test: deps
 	bash Tests/Fixtures/check-sqlite-only.sh
 	.build/debug/strata conformance --engine all
 	.build/debug/strata-etcd conformance --members 3 --differential 2000
-	.build/debug/strata-etcd conformance --members 1 --encrypted --differential 0
+	.build/debug/strata-etcd conformance --members 1 --transforms compression,encryption --differential 0
 	.build/debug/strata-etcd bench --records 300 --operations 20 --members 1 --engines lmdb --output .build/bench-etcd-smoke
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --rounds 2 --output .build/bench-smoke
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
@@ -51,7 +51,7 @@ test: deps
 DOC_TARGETS = $(LIBRARY_MODULES)
 LIBRARY_MODULES := StrataEngine StrataLMDB StrataLevelDB StrataSQLite StrataMemory StrataKeyCodec \
   StrataRecords StrataSchemaHash StrataMacros StrataBundledEngines Strata StrataConformance StrataRecordConformance \
-  StrataEtcd StrataEtcdCluster StrataStoreTools StrataEncryption
+  StrataEtcd StrataEtcdCluster StrataStoreTools StrataEncryption StrataCompression
 # In a clone whose tests were never built, the test modules' symbol graphs fail to load: only the
 # library modules' are needed (undocumented.py requires each), so only other errors fail the target.
 docs: deps
@@ -138,11 +138,12 @@ bench-peers: deps
 	swift build -c release --package-path Benchmarks/Peers --product strata-peers
 	Benchmarks/Peers/.build/release/strata-peers
 
-# Encryption's cost (fill and random reads, plain vs sealed, every bundled engine, with the
-# targets): a package of its own, so that `make run` never builds swift-crypto.
-bench-encryption: deps
-	swift build -c release --package-path Benchmarks/Encryption --product strata-encryption-bench
-	Benchmarks/Encryption/.build/release/strata-encryption-bench
+# The value transforms' cost and gain (encryption: fill and random reads, plain vs sealed;
+# compression: a text-heavy set's size on disk and random reads), every bundled engine, with the
+# targets: a package of its own, so that `make run` never builds swift-crypto.
+bench-transforms: deps
+	swift build -c release --package-path Benchmarks/Transforms --product strata-transforms-bench
+	Benchmarks/Transforms/.build/release/strata-transforms-bench
 
 # The record layer on local etcd clusters of 1 and 3 members beside the embedded engines.
 bench-etcd: deps

@@ -16,6 +16,8 @@
 //                         RecordFormat.md is the on-disk format
 //   Sources/StrataEncryption value encryption (AES-256-GCM from swift-crypto), a value transform
 //                         of the record layer: a product of its own, not built by `make run`
+//   Sources/StrataCompression value compression (zstd, the system's libzstd through CZstd), a
+//                         value transform too: a product of its own
 //   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin, swift-syntax)
 //   Sources/Strata        the one import: records, the macro and every bundled engine
 //   Sources/StrataBundledEngines the one list of bundled engines (CLI, benchmark, tests)
@@ -41,6 +43,8 @@ let package = Package(
         .library(name: "StrataRecords", targets: ["StrataRecords"]),
         // Encryption at rest: swift-crypto is built only by those who import it.
         .library(name: "StrataEncryption", targets: ["StrataEncryption"]),
+        // Compression at rest: libzstd is linked only by those who import it.
+        .library(name: "StrataCompression", targets: ["StrataCompression"]),
         .library(name: "StrataMacros", targets: ["StrataMacros"]),
         .library(name: "StrataBundledEngines", targets: ["StrataBundledEngines"]),
         .library(name: "Strata", targets: ["Strata"]),
@@ -69,6 +73,7 @@ let package = Package(
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "CLevelDB", providers: [.apt(["libleveldb-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
 
         // Engine core: protocol, ranges, errors, options. No C, no engine.
         .target(name: "StrataEngine"),
@@ -94,6 +99,8 @@ let package = Package(
         .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C", "StrataSchemaHash"]),
         // Value encryption: a value transform of the record layer over swift-crypto.
         .target(name: "StrataEncryption", dependencies: ["StrataRecords", .product(name: "Crypto", package: "swift-crypto")]),
+        // Value compression: a value transform of the record layer over libzstd.
+        .target(name: "StrataCompression", dependencies: ["StrataRecords", "CZstd"]),
         // The hash of derived schema versions, shared by the record layer and the macro plugin.
         .target(name: "StrataSchemaHash"),
 
@@ -155,14 +162,14 @@ let package = Package(
             name: "strata-etcd",
             dependencies: [
                 "StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance",
-                "StrataRecords", "StrataKeyCodec", "StrataBundledEngines", "StrataStoreTools", "StrataEncryption",
+                "StrataRecords", "StrataKeyCodec", "StrataBundledEngines", "StrataStoreTools", "StrataEncryption", "StrataCompression",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine", "StrataConformance"]),
-        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "StrataEncryption", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "StrataEtcd", "StrataEtcdCluster"]),
+        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "StrataEncryption", "StrataCompression", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "StrataEtcd", "StrataEtcdCluster"]),
         .testTarget(
             name: "StrataMacrosPluginTests",
             dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
@@ -174,7 +181,7 @@ let package = Package(
             name: "StrataAdapterTests",
             dependencies: [
                 "StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataBundledEngines", "StrataConformance",
-                "StrataRecordConformance", "StrataRecords", "StrataKeyCodec", "StrataEncryption", "CLMDB", "CLevelDB",
+                "StrataRecordConformance", "StrataRecords", "StrataKeyCodec", "StrataEncryption", "StrataCompression", "CLMDB", "CLevelDB",
             ]
         ),
         .testTarget(

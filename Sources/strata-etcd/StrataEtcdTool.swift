@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import StrataConformance
 import StrataEngine
+import StrataCompression
 import StrataEncryption
+import StrataRecords
 import StrataEtcd
 import StrataEtcdCluster
 import StrataRecordConformance
@@ -67,8 +69,8 @@ struct EtcdConformance: ParsableCommand {
     @Option(help: "Operations of the differential test (a random log checked against a model); 0 skips it.")
     var differential = 2_000
 
-    @Flag(help: "Run only the record cases, with every value encrypted (StrataEncryption).")
-    var encrypted = false
+    @Option(help: "Run only the record cases, their values through these transforms, in order: compression (StrataCompression), encryption (StrataEncryption), comma-separated.")
+    var transforms: String?
 
     func run() throws {
         var local: LocalCluster?
@@ -87,8 +89,8 @@ struct EtcdConformance: ParsableCommand {
             .etcd(options),
             peer: ConformancePeer(executable: tool, arguments: EtcdConformancePeer.arguments(options)))
         subject.locations = EtcdLocations(keys: try EtcdKeySpace(options))
-        let all = encrypted ? RecordConformance.cases(transforms: [RecordEncryption(key: .random())])
-                            : ConformanceSuite.cases + RecordConformance.cases
+        let all = try transforms.map { RecordConformance.cases(transforms: try Self.transforms($0)) }
+            ?? ConformanceSuite.cases + RecordConformance.cases
         let cases = all.filter { testCase in filter.map { testCase.id.contains($0) } ?? true }
         let report = ConformanceSuite.run(subject, cases: cases) { testCase in
             if verbose { print("[etcd] \(testCase.id)"); fflush(nil) }
@@ -101,6 +103,19 @@ struct EtcdConformance: ParsableCommand {
             failed = failed || outcome.failure != nil
         }
         if failed { throw ExitCode.failure }
+    }
+}
+
+extension EtcdConformance {
+    /// The value transforms `list` names (`compression,encryption`), a random key for encryption.
+    static func transforms(_ list: String) throws -> [any ValueTransform] {
+        try list.split(separator: ",").map { name -> any ValueTransform in
+            switch name {
+            case "compression": return RecordCompression()
+            case "encryption": return RecordEncryption(key: .random())
+            default: throw ValidationError("unknown transform \(name): compression or encryption")
+            }
+        }
     }
 }
 

@@ -7,5 +7,6 @@ typecheck() {
     -Xcc -fmodule-map-file=Sources/CLMDB/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CLevelDB/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/CZstd/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CCRC32C/include/module.modulemap 2>&1
 }

@@ -1,3 +1,4 @@
+import StrataCompression
 import StrataConformance
 import StrataEncryption
 import StrataEngine
@@ -32,6 +33,16 @@ struct RecordConformanceTests {
         #expect(report.failures.isEmpty, "\(report.description)")
         let needPersistence = RecordConformance.cases.filter { $0.requires == .persistent }.map(\.id)
         #expect(report.skipped == (engine.capabilities.contains(.persistent) ? [] : needPersistence))
+        #expect(report.passed.count + report.skipped.count == RecordConformance.cases.count)
+    }
+
+    @Test("every record case passes on every bundled engine with every value compressed, then encrypted", arguments: Engines.all)
+    func passesCompressedAndEncrypted(engine: EngineUnderTest) async {
+        let cases = RecordConformance.cases(transforms: [RecordCompression(minimumLength: 1), RecordEncryption(key: .random())])
+        await caseSlots.acquire()
+        let report = await ConformanceSuite.run(engine, cases: cases)
+        await caseSlots.release()
+        #expect(report.failures.isEmpty, "\(report.description)")
         #expect(report.passed.count + report.skipped.count == RecordConformance.cases.count)
     }
 

@@ -6,6 +6,7 @@ import StrataKeyCodec
 import StrataMemory
 import Testing
 @testable import StrataEncryption
+import StrataCompression
 
 /// The record of RecordFormat.md's examples: key `id: Int`, field `text: String`, derived version.
 struct Note: Record, Equatable {
@@ -111,6 +112,26 @@ struct RecordFormatTests {
         key("sequence of keyspace `Note`", SystemKey.sequence("Note"), components: ["sequence", "Note"]),
         key("identity", SystemKey.identity, components: ["identity"]),
         key("transform salt", SystemKey.transformSalt, components: ["transform-salt"]),
+        FormatVector(name: "fields `02 68 69` through zstd (shorter than 64 bytes: as they are)", written: {
+            var out: [UInt8] = []
+            try [UInt8]([2, 0x68, 0x69]).withUnsafeBytes { try RecordCompression().apply($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &out) }
+            return out
+        }, readsBack: { bytes in
+            var out: [UInt8] = []
+            try bytes.withUnsafeBytes { try RecordCompression().reverse($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &out) }
+            return out == [2, 0x68, 0x69]
+        }),
+        FormatVector(name: "fields of 100 bytes 61 through zstd, level 3", written: {
+            var out: [UInt8] = []
+            try [UInt8](repeating: 0x61, count: 100).withUnsafeBytes {
+                try RecordCompression().apply($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+            }
+            return out
+        }, readsBack: { bytes in
+            var out: [UInt8] = []
+            try bytes.withUnsafeBytes { try RecordCompression().reverse($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &out) }
+            return out == [UInt8](repeating: 0x61, count: 100)
+        }),
         FormatVector(name: "identifier of the key 01 02 … 20", written: {
             withUnsafeBytes(of: RecordFormatTests.vectorKey.id.bigEndian, Array.init)
         }, readsBack: { bytes in bytes.reduce(0) { $0 << 8 | UInt32($1) } == RecordFormatTests.vectorKey.id }),

@@ -1,7 +1,8 @@
 // swift-tools-version: 6.1
-// Encryption's cost: fills and random reads of one record set on every bundled engine, plain and
-// with every value sealed by StrataEncryption (AES-256-GCM), medians of 5, with its targets. A
-// package of its own, so that `make run` never builds swift-crypto. Run: make bench-encryption.
+// The value transforms' cost and gain: fills and random reads on every bundled engine, plain and
+// with every value sealed by StrataEncryption (AES-256-GCM), and a text-heavy record set plain and
+// compressed by StrataCompression (zstd) with its size on disk; medians of 5, with the targets. A
+// package of its own, so that `make run` never builds swift-crypto. Run: make bench-transforms.
 import Foundation
 import PackageDescription
 
@@ -11,14 +12,15 @@ let strataRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().app
 let strata = strataRoot.lastPathComponent.lowercased()
 
 let package = Package(
-    name: "StrataEncryptionBench",
+    name: "StrataTransformsBench",
     platforms: [.macOS(.v15)],
     dependencies: [.package(path: "../..")],
     targets: [
         .executableTarget(
-            name: "strata-encryption-bench",
+            name: "strata-transforms-bench",
             dependencies: [
                 .product(name: "StrataRecords", package: strata), .product(name: "StrataEncryption", package: strata),
+                .product(name: "StrataCompression", package: strata),
                 .product(name: "StrataBundledEngines", package: strata), .product(name: "StrataEngine", package: strata),
                 .product(name: "StrataKeyCodec", package: strata),
             ]

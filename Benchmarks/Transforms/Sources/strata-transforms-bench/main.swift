@@ -1,0 +1,191 @@
+// The value transforms on every bundled engine: `strata-transforms-bench [records] [reads] [engine]`.
+//
+// Encryption: one record set (a person: name, email, city, age, a 120-byte note), filled in
+// transactions of 1,000 records and read back by random key, once on a plain store and once with
+// every value sealed by RecordEncryption. Compression: a text-heavy set (articles of about 1.5 KB
+// of prose from a fixed vocabulary), plain and through RecordCompression: its size on disk and
+// its random reads. Each measured 5 times, medians compared. Durability is relaxed so that the
+// disk's flushes, the same for both, do not hide the transforms' cost.
+import Foundation
+import StrataBundledEngines
+import StrataCompression
+import StrataEncryption
+import StrataEngine
+import StrataKeyCodec
+import StrataRecords
+
+struct Person: Record {
+    var id: Int, name: String, email: String, city: String, age: Int, note: String
+    static let recordType = RecordType(keyspace: "Person", key: [("id", Int.self)],
+                                       fields: [("name", String.fieldFormat), ("email", String.fieldFormat), ("city", String.fieldFormat),
+                                                ("age", Int.fieldFormat), ("note", String.fieldFormat)])
+    init(id: Int) {
+        self.id = id
+        name = "Person \(id)"
+        email = "person\(id)@example.org"
+        city = ["Paris", "Lyon", "Berlin", "Oslo", "Lisbon"][id % 5]
+        age = 18 + id % 70
+        note = Self.notes[id % 97]
+    }
+    static let notes = (0..<97).map { String(repeating: "note \($0) ", count: 12).prefix(120).description }
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) {
+        fields.write(name); fields.write(email); fields.write(city); fields.write(age); fields.write(note)
+    }
+    init(key: inout KeyReader, fields: inout FieldReader) throws {
+        id = try key.read(); name = try fields.read(); email = try fields.read(); city = try fields.read(); age = try fields.read()
+        note = try fields.read()
+    }
+}
+
+/// An article of prose drawn from a fixed vocabulary: text that compresses as text does.
+struct Article: Record {
+    var id: Int, title: String, body: String
+    static let recordType = RecordType(keyspace: "Article", key: [("id", Int.self)], fields: [("title", String.fieldFormat), ("body", String.fieldFormat)])
+    static let words = ("the a of to and in that is was he for it with as his on be at by had this not but from or have an they which one you "
+        + "were her all she there would their we him been has when who will more no if out so said what up its about into than them can only "
+        + "other new some could time these two may then do first any my now such like our over man me even most made after also did many before "
+        + "must through back years where much your way well down should because each just those people how too little state good very make world "
+        + "still own see men work long get here between both life being under never day same another know while last might us great old year off "
+        + "come since against go came right used take three store record index engine value key transaction commit query").split(separator: " ")
+    init(id: Int) {
+        self.id = id
+        var state = UInt64(id) &* 0x9E37_79B9_7F4A_7C15 | 1
+        func word() -> Substring {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            return Self.words[Int(state % UInt64(Self.words.count))]
+        }
+        title = (0..<6).map { _ in word() }.joined(separator: " ")
+        body = (0..<260).map { _ in word() }.joined(separator: " ")
+    }
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(title); fields.write(body) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); title = try fields.read(); body = try fields.read() }
+}
+
+let arguments = CommandLine.arguments.dropFirst().compactMap { Int($0) }
+let only = CommandLine.arguments.dropFirst().first { Int($0) == nil }
+let records = arguments.first ?? 100_000
+let reads = arguments.dropFirst().first ?? 100_000
+let rounds = 5
+let key = EncryptionKey.random()
+
+/// Seconds `body` took.
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = ContinuousClock.now
+    try body()
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+/// One round on a new store: the fill's and the random reads' seconds.
+func round(_ kind: EngineKind, encrypted: Bool) throws -> (fill: Double, read: Double) {
+    let directory = NSTemporaryDirectory() + "strata-encryption-bench-\(getpid())-\(UUID())"
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let engine = try kind.open(directory, EngineOptions(mode: .create, durability: .relaxed))
+    let store = try Store(engine: engine, transforms: encrypted ? [RecordEncryption(key: key)] : [])
+    defer { try? store.close() }
+    let fill = try seconds {
+        for start in stride(from: 0, to: records, by: 1_000) {
+            try store.withTransaction { ctx in
+                for id in start..<min(start + 1_000, records) { try ctx.insert(Person(id: id)) }
+            }
+        }
+    }
+    var random = SystemRandomNumberGenerator()
+    let ids = (0..<reads).map { _ in Int.random(in: 0..<records, using: &random) }
+    var found = 0
+    let read = try seconds {
+        try store.withReadTransaction { ctx in
+            for id in ids where try ctx.fetch(Person.self, .all.equal(id)) != nil { found += 1 }
+        }
+    }
+    precondition(found == reads, "random reads found \(found) of \(reads) records")
+    return (fill, read)
+}
+
+print("Encryption's cost: \(records) records filled in transactions of 1,000, \(reads) random reads; medians of \(rounds)")
+print("engine    fill plain  fill sealed  ratio   read plain  read sealed  ratio")
+var lmdbRatios: (fill: Double, read: Double)?
+for kind in BundledEngines.all where only.map({ kind.name == $0 }) ?? true {
+    var plain: [(fill: Double, read: Double)] = [], sealed: [(fill: Double, read: Double)] = []
+    for _ in 0..<rounds {  // alternated, so that the machine's drifts touch both alike
+        plain.append(try round(kind, encrypted: false))
+        sealed.append(try round(kind, encrypted: true))
+    }
+    let fill = (median(plain.map(\.fill)), median(sealed.map(\.fill)))
+    let read = (median(plain.map(\.read)), median(sealed.map(\.read)))
+    // A ratio of speeds: plain time over sealed time (1.00: no cost; 0.85: 15% slower).
+    let ratios = (fill: fill.0 / fill.1, read: read.0 / read.1)
+    if kind.name == "lmdb" { lmdbRatios = ratios }
+    print(kind.name.padding(toLength: 8, withPad: " ", startingAt: 0),
+          String(format: "%9.3f s  %9.3f s  %5.2f   %8.3f s  %9.3f s  %5.2f", fill.0, fill.1, ratios.fill, read.0, read.1, ratios.read))
+}
+
+/// Bytes the files under `directory` take on disk (allocated blocks: LMDB's map is sparse).
+func diskBytes(_ directory: String) -> Int {
+    guard let files = FileManager.default.enumerator(atPath: directory) else { return 0 }
+    var total = 0
+    for case let name as String in files {
+        var info = stat()
+        if stat(directory + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG { total += Int(info.st_blocks) * 512 }
+    }
+    return total
+}
+
+/// One round of the text-heavy set on a new store: its size on disk and the random reads' seconds.
+func textRound(_ kind: EngineKind, compressed: Bool, count: Int) throws -> (bytes: Int, read: Double) {
+    let directory = NSTemporaryDirectory() + "strata-transforms-bench-\(getpid())-\(UUID())"
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = try Store(engine: try kind.open(directory, EngineOptions(mode: .create, durability: .relaxed)),
+                          transforms: compressed ? [RecordCompression()] : [])
+    for start in stride(from: 0, to: count, by: 500) {
+        try store.withTransaction { ctx in for id in start..<min(start + 500, count) { try ctx.insert(Article(id: id)) } }
+    }
+    var random = SystemRandomNumberGenerator()
+    let ids = (0..<count).map { _ in Int.random(in: 0..<count, using: &random) }
+    var found = 0
+    let read = try seconds {
+        try store.withReadTransaction { ctx in for id in ids where try ctx.fetch(Article.self, .all.equal(id)) != nil { found += 1 } }
+    }
+    precondition(found == count, "random reads found \(found) of \(count) articles")
+    try store.close()
+    return (diskBytes(directory), read)
+}
+
+let articles = max(records / 5, 1)
+print("\nCompression: \(articles) articles of about \(Article(id: 1).body.utf8.count) bytes, through zstd (level 3); medians of \(rounds)")
+print("engine    size plain   size zstd   smaller   read plain   read zstd   ratio")
+var lmdbText: (smaller: Double, read: Double)?
+for kind in BundledEngines.onDisk where only.map({ kind.name == $0 }) ?? true {
+    var plain: [(bytes: Int, read: Double)] = [], packed: [(bytes: Int, read: Double)] = []
+    for _ in 0..<rounds {
+        plain.append(try textRound(kind, compressed: false, count: articles))
+        packed.append(try textRound(kind, compressed: true, count: articles))
+    }
+    let size = (plain.map(\.bytes).sorted()[rounds / 2], packed.map(\.bytes).sorted()[rounds / 2])
+    let read = (median(plain.map(\.read)), median(packed.map(\.read)))
+    let result = (smaller: Double(size.0) / Double(size.1), read: read.0 / read.1)
+    if kind.name == "lmdb" { lmdbText = result }
+    print(kind.name.padding(toLength: 8, withPad: " ", startingAt: 0),
+          String(format: "%8.1f MB  %8.1f MB  %6.2fx   %8.3f s  %8.3f s  %5.2f", Double(size.0) / 1e6, Double(size.1) / 1e6, result.smaller,
+                 read.0, read.1, result.read))
+}
+
+// Targets (issue #48): on LMDB, fill and random reads with encryption at 0.85 or more of the
+// plain store's speed; the text-heavy set compressed at least 2x smaller on disk, with random
+// reads at 0.8 or more of the plain store's speed.
+print("\ntargets")
+func report(_ name: String, _ value: Double, _ target: Double, _ unit: String = "") {
+    print("  \(value >= target ? "met   " : "missed") \(name): \(String(format: "%.2f", value))\(unit) (target ≥ \(target)\(unit))")
+}
+if let lmdb = lmdbRatios {
+    report("lmdb fill, sealed vs plain", lmdb.fill, 0.85)
+    report("lmdb readrandom, sealed vs plain", lmdb.read, 0.85)
+}
+if let text = lmdbText {
+    report("lmdb text set on disk, plain / zstd", text.smaller, 2, "x")
+    report("lmdb text readrandom, zstd vs plain", text.read, 0.8)
+}

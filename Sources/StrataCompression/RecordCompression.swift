@@ -1,0 +1,95 @@
+import CZstd
+import StrataRecords
+
+/// Compression of every record value at rest with zstd (the system's libzstd), a
+/// `ValueTransform` of the record layer, so it works the same on every engine.
+///
+/// ```swift
+/// let store = try Store(.lmdb(path: path), transforms: [RecordCompression()])
+/// // Compressed, then encrypted (compressing ciphertext would gain nothing):
+/// let sealed = try Store(.lmdb(path: other), transforms: [RecordCompression(), RecordEncryption(key: key)])
+/// ```
+///
+/// Each value starts with one flag byte (RecordFormat.md, "Compressed values"): `00` and the
+/// fields as they are, for values too short to gain or that zstd does not shrink; `01` and a zstd
+/// frame (which records the fields' length) otherwise. The level changes only how hard writes
+/// work: every level reads every other's values, so it is not part of the ``name``.
+public struct RecordCompression: ValueTransform {
+    /// The level new values are compressed at (zstd's: 1 fastest, 19 smallest; 3 by default).
+    public let level: Int32
+    /// Values of fewer bytes than this are stored as they are.
+    public let minimumLength: Int
+    /// The largest fields a value may declare (a frame that claims more is refused, unread):
+    /// 64 MiB, beyond every bundled engine's value limit.
+    public static let maximumFieldsLength = 64 << 20
+
+    static let compressors = ZstdContexts(compressing: true)
+    static let decompressors = ZstdContexts(compressing: false)
+
+    /// Compression at zstd level `level` of values of at least `minimumLength` bytes.
+    public init(level: Int32 = 3, minimumLength: Int = 64) {
+        self.level = level
+        self.minimumLength = minimumLength
+    }
+
+    /// `zstd`.
+    public var name: String { "zstd" }
+
+    /// Appends `00 ‖ fields`, or `01 ‖ zstd frame` when that is shorter.
+    public func apply(_ fields: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
+        let start = output.count
+        if fields.count >= minimumLength {
+            let bound = ZSTD_compressBound(fields.count)
+            output.append(1)
+            output.append(contentsOf: [UInt8](repeating: 0, count: bound))  // one memset (a repeatElement appends byte by byte)
+            let written = Self.compressors.withContext { context in
+                output.withUnsafeMutableBytes { out in
+                    ZSTD_compressCCtx(context.compressor, out.baseAddress! + start + 1, bound, fields.baseAddress, fields.count, level)
+                }
+            }
+            if zstdError(written) == nil && written < fields.count {
+                output.removeLast(bound - written)
+                return
+            }
+            output.removeLast(output.count - start)  // an error or no gain: stored as it is
+        }
+        output.append(0)
+        output.append(contentsOf: fields)
+    }
+
+    /// Appends the fields `stored` holds; refuses an unknown flag, a frame zstd cannot read, and
+    /// a frame whose fields would be larger than ``maximumFieldsLength``.
+    public func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
+        guard let flag = stored.first else { throw ValueTransformError(.malformed, "an empty value, without its flag byte") }
+        let body = UnsafeRawBufferPointer(rebasing: stored[1...])
+        switch flag {
+        case 0:
+            output.append(contentsOf: body)
+        case 1:
+            let declared = ZSTD_getFrameContentSize(body.baseAddress, body.count)
+            guard declared != ZSTD_CONTENTSIZE_ERROR, declared != ZSTD_CONTENTSIZE_UNKNOWN else {
+                throw ValueTransformError(.malformed, "a zstd frame whose fields' length cannot be read")
+            }
+            guard declared <= UInt64(Self.maximumFieldsLength) else {
+                throw ValueTransformError(.malformed, "a zstd frame declaring \(declared) bytes of fields, over the \(Self.maximumFieldsLength) a value may hold")
+            }
+            let start = output.count, length = Int(declared)
+            output.append(contentsOf: [UInt8](repeating: 0, count: length))
+            let read = Self.decompressors.withContext { context in
+                output.withUnsafeMutableBytes { out in
+                    ZSTD_decompressDCtx(context.decompressor, out.baseAddress! + start, length, body.baseAddress, body.count)
+                }
+            }
+            if let error = zstdError(read) {
+                output.removeLast(output.count - start)
+                throw ValueTransformError(.malformed, "zstd: \(error)")
+            }
+            guard read == length else {
+                output.removeLast(output.count - start)
+                throw ValueTransformError(.malformed, "a zstd frame declaring \(length) bytes of fields holds \(read)")
+            }
+        default:
+            throw ValueTransformError(.malformed, "flag byte \(flag), neither 0 (stored as is) nor 1 (zstd)")
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import CZstd
+import Synchronization
+
+/// One zstd compression or decompression context, freed with its owner. A context is reused
+/// for many values (making one allocates hundreds of kilobytes) but never by two threads at once:
+/// ``ZstdContexts`` lends each to one caller at a time, which is why it may cross threads
+/// (`@unchecked Sendable`): between two callers it rests in the pool's lock.
+final class ZstdContext: @unchecked Sendable {
+    let compressor: OpaquePointer?
+    let decompressor: OpaquePointer?
+
+    init(compressing: Bool) {
+        compressor = compressing ? ZSTD_createCCtx() : nil
+        decompressor = compressing ? nil : ZSTD_createDCtx()
+    }
+
+    deinit {
+        if let compressor { ZSTD_freeCCtx(compressor) }
+        if let decompressor { ZSTD_freeDCtx(decompressor) }
+    }
+}
+
+/// A pool of contexts of one kind: ``withContext(_:)`` lends one, made when none is free.
+final class ZstdContexts: Sendable {
+    private let compressing: Bool
+    private let free = Mutex<[ZstdContext]>([])
+
+    init(compressing: Bool) { self.compressing = compressing }
+
+    func withContext<T>(_ body: (ZstdContext) throws -> T) rethrows -> T {
+        let context = free.withLock { $0.popLast() } ?? ZstdContext(compressing: compressing)
+        defer { free.withLock { if $0.count < 8 { $0.append(context) } } }
+        return try body(context)
+    }
+}
+
+/// zstd's result codes: the error's name, for a result that is one.
+func zstdError(_ result: Int) -> String? {
+    ZSTD_isError(result) != 0 ? String(cString: ZSTD_getErrorName(result)) : nil
+}
