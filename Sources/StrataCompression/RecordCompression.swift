@@ -19,8 +19,9 @@ public struct RecordCompression: ValueTransform {
     public let level: Int32
     /// Values of fewer bytes than this are stored as they are.
     public let minimumLength: Int
-    /// The largest fields a value may declare (a frame that claims more is refused, unread):
-    /// 64 MiB, beyond every bundled engine's value limit.
+    /// The largest fields a zstd frame may declare (a frame that claims more is refused, unread,
+    /// so a damaged or forged length cannot make a read allocate without bound): 64 MiB. Longer
+    /// fields are stored as they are, never compressed, so every value written stays readable.
     public static let maximumFieldsLength = 64 << 20
 
     static let compressors = ZstdContexts(compressing: true)
@@ -38,7 +39,7 @@ public struct RecordCompression: ValueTransform {
     /// Appends `00 ‖ fields`, or `01 ‖ zstd frame` when that is shorter.
     public func apply(_ fields: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
         let start = output.count
-        if fields.count >= minimumLength {
+        if fields.count >= minimumLength && fields.count <= Self.maximumFieldsLength {
             let bound = ZSTD_compressBound(fields.count)
             output.append(1)
             output.append(contentsOf: [UInt8](repeating: 0, count: bound))  // one memset (a repeatElement appends byte by byte)
@@ -73,21 +74,19 @@ public struct RecordCompression: ValueTransform {
             guard declared <= UInt64(Self.maximumFieldsLength) else {
                 throw ValueTransformError(.malformed, "a zstd frame declaring \(declared) bytes of fields, over the \(Self.maximumFieldsLength) a value may hold")
             }
-            let start = output.count, length = Int(declared)
-            output.append(contentsOf: [UInt8](repeating: 0, count: length))
-            let read = Self.decompressors.withContext { context in
-                output.withUnsafeMutableBytes { out in
-                    ZSTD_decompressDCtx(context.decompressor, out.baseAddress! + start, length, body.baseAddress, body.count)
+            let length = Int(declared)
+            var read = 0
+            // Straight into a new buffer (no zero-filling, no copy) when `output` is empty, as it
+            // is for the last transform of a chain; after it otherwise.
+            let fields = [UInt8](unsafeUninitializedCapacity: max(length, 1)) { buffer, initialized in
+                read = Self.decompressors.withContext { context in
+                    ZSTD_decompressDCtx(context.decompressor, buffer.baseAddress, length, body.baseAddress, body.count)
                 }
+                initialized = zstdError(read) == nil && read == length ? length : 0
             }
-            if let error = zstdError(read) {
-                output.removeLast(output.count - start)
-                throw ValueTransformError(.malformed, "zstd: \(error)")
-            }
-            guard read == length else {
-                output.removeLast(output.count - start)
-                throw ValueTransformError(.malformed, "a zstd frame declaring \(length) bytes of fields holds \(read)")
-            }
+            if let error = zstdError(read) { throw ValueTransformError(.malformed, "zstd: \(error)") }
+            guard read == length else { throw ValueTransformError(.malformed, "a zstd frame declaring \(length) bytes of fields holds \(read)") }
+            if output.isEmpty { output = fields } else { output.append(contentsOf: fields) }
         default:
             throw ValueTransformError(.malformed, "flag byte \(flag), neither 0 (stored as is) nor 1 (zstd)")
         }

@@ -12,6 +12,8 @@ final class ZstdContext: @unchecked Sendable {
     init(compressing: Bool) {
         compressor = compressing ? ZSTD_createCCtx() : nil
         decompressor = compressing ? nil : ZSTD_createDCtx()
+        // Out of memory for a few hundred kilobytes: nothing sensible is left to do.
+        precondition((compressing ? compressor : decompressor) != nil, "zstd could not allocate a context")
     }
 
     deinit {

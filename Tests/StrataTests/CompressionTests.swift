@@ -7,18 +7,23 @@ import StrataKeyCodec
 @testable import StrataRecords
 import Testing
 
-/// A record of long text, which compresses.
+/// A record of long text, which compresses, with a covering index (its entries hold the
+/// record's value, compressed too).
 struct Article: Record, Equatable {
     var id: Int
+    var topic: Int
     var body: String
-    static let recordType = RecordType(keyspace: "Article", key: [("id", Int.self)], fields: [("body", String.fieldFormat)])
-    init(id: Int, body: String) { (self.id, self.body) = (id, body) }
+    static let recordType = RecordType(keyspace: "Article", key: [("id", Int.self)], fields: [("topic", Int.fieldFormat), ("body", String.fieldFormat)])
+    static let byTopic = RecordIndex<Article>("byTopic", .field("topic", \.topic), covering: true)
+    static let indexes = [byTopic]
+    init(id: Int, topic: Int, body: String) { (self.id, self.topic, self.body) = (id, topic, body) }
     func writeKey(to key: inout KeyWriter) { key.append(id) }
-    func writeFields(to fields: inout FieldWriter) { fields.write(body) }
-    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); body = try fields.read() }
+    func writeFields(to fields: inout FieldWriter) { fields.write(topic); fields.write(body) }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); topic = try fields.read(); body = try fields.read() }
 
     static func sample(_ id: Int) -> Article {
-        Article(id: id, body: (0..<40).map { "line \($0 % 7) of article \(id % 3): the quick brown fox jumps over the lazy dog." }.joined(separator: "\n"))
+        Article(id: id, topic: id % 4,
+                body: (0..<40).map { "line \($0 % 7) of article \(id % 3): the quick brown fox jumps over the lazy dog." }.joined(separator: "\n"))
     }
 }
 
@@ -26,8 +31,6 @@ struct Article: Record, Equatable {
 /// encryption; long values stored smaller, short ones as they are; malformed frames refused.
 @Suite("Compression")
 struct CompressionTests {
-    static let lmdb = BundledEngines.all.first { $0.name == "lmdb" }!
-
     @Test("compressed, every read path gives back what was written (short values stay as they are)", arguments: TestEngines.all)
     func readsThroughCompression(kind: EngineKind) throws {
         try ValueTransformTests.checkEveryReadPath(kind, [RecordCompression()], hidesValues: false)
@@ -38,15 +41,36 @@ struct CompressionTests {
         try ValueTransformTests.checkEveryReadPath(kind, [RecordCompression(), RecordEncryption(key: .random())])
     }
 
-    @Test("long text is stored several times smaller, read back equal; a value zstd cannot shrink is stored as it is")
-    func storedSmaller() throws {
+    @Test("long text is stored several times smaller (records and covering entries) and read back equal on every read path; a value zstd cannot shrink is stored as it is",
+          arguments: TestEngines.all)
+    func storedSmaller(kind: EngineKind) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let store = try ValueTransformTests.open(Self.lmdb, dir.path, [RecordCompression()])
+        let store = try ValueTransformTests.open(kind, dir.path, [RecordCompression()])
         defer { try? store.close() }
         let articles = (0..<20).map(Article.sample)
         try store.withTransaction { ctx in for article in articles { try ctx.insert(article) } }
-        #expect(try store.withReadTransaction { ctx in try ctx.select(Article.self) } == articles)
+        try store.withReadTransaction { ctx in
+            #expect(try ctx.select(Article.self) == articles)
+            #expect(try ctx.fetch(Article.self, .all.equal(7)) == articles[7])
+            #expect(try Article.byTopic.select(in: ctx, .all.equal(2)) == articles.filter { $0.topic == 2 })  // the entries' own values
+            var viewed: [Article] = []
+            try ctx.forEachView(Article.self) { view in
+                viewed.append(try view.record())
+                return true
+            }
+            #expect(viewed == articles)
+        }
+        let verification = try store.verify()
+        #expect(verification.isClean && verification.records == articles.count, "\(verification.problems)")
+        var compressed = 0  // values (records and covering entries) whose fields start with zstd's flag
+        let recordPrefix = KeyCodec.encode("Article"), entryName = Array("byTopic".utf8)
+        try store.dumpRaw { key, value in
+            let isRecord = key.starts(with: recordPrefix), isEntry = key.first == 0 && key.firstRange(of: entryName) != nil
+            if isRecord || isEntry, let version = value.firstIndex(where: { $0 < 0x80 }), value[version + 1] == 1 { compressed += 1 }
+            return true
+        }
+        #expect(compressed == 2 * articles.count, "\(compressed) compressed values stored")
         let storedSample = try #require(try store.engine.read { tx in try tx.get(KeyCodec.encode("Article", 3)) })
         #expect(storedSample.count * 4 < Article.sample(3).body.utf8.count, "\(storedSample.count) bytes stored")
         var random = SeededGenerator(seed: 7)
@@ -54,6 +78,14 @@ struct CompressionTests {
         var stored: [UInt8] = []
         try noise.withUnsafeBytes { try RecordCompression().apply($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &stored) }
         #expect(stored == [0] + noise, "random bytes do not shrink: stored as they are, after their flag")
+        // Fields over the largest a frame may declare are stored as they are: readable.
+        let huge = [UInt8](repeating: 0x61, count: RecordCompression.maximumFieldsLength + 1)
+        var hugeStored: [UInt8] = []
+        try huge.withUnsafeBytes { try RecordCompression().apply($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &hugeStored) }
+        #expect(hugeStored.first == 0 && hugeStored.count == huge.count + 1)
+        var hugeRead: [UInt8] = []
+        try hugeStored.withUnsafeBytes { try RecordCompression().reverse($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &hugeRead) }
+        #expect(hugeRead == huge)
     }
 
     @Test("an unknown flag, a truncated frame, a frame claiming too much, an empty value: each refused as malformed")

@@ -153,7 +153,10 @@ struct RecordEnvelope: Sendable {
                        _ body: (_ bytes: UnsafeRawBufferPointer, _ offset: Int) throws -> T) throws -> T {
         if isPlain { return try body(sealed.body, sealed.fieldsOffset) }
         // The header the transforms were given: the key, then the version as stored.
-        let header = Array(key) + UnsafeRawBufferPointer(rebasing: sealed.body[..<sealed.fieldsOffset])
+        var header: [UInt8] = []
+        header.reserveCapacity(key.count + sealed.fieldsOffset)
+        header.append(contentsOf: key)
+        header.append(contentsOf: UnsafeRawBufferPointer(rebasing: sealed.body[..<sealed.fieldsOffset]))
         try header.withUnsafeBytes { try reverse(sealed.fields, header: $0, into: &scratch) }
         return try scratch.withUnsafeBytes { try body($0, 0) }
     }
@@ -161,19 +164,29 @@ struct RecordEnvelope: Sendable {
     /// The chain's reversal of `stored` (whose header is `header`: key and version) into `output`.
     @usableFromInline
     func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(Damage) {
+        // The last transform reads the stored bytes where they lie; each one before it reads what
+        // the one after it made (two buffers, swapped), so a chain of one copies nothing first.
         output.removeAll(keepingCapacity: true)
-        output.append(contentsOf: stored)
+        let last = transforms[transforms.count - 1]
+        do {
+            try last.reverse(stored, header: header, to: &output)
+        } catch {
+            throw Self.refusal(by: last, error)
+        }
         var input: [UInt8] = []
-        for transform in transforms.reversed() {
+        for transform in transforms.dropLast().reversed() {
             swap(&input, &output)
             output.removeAll(keepingCapacity: true)
             do {
                 try input.withUnsafeBytes { try transform.reverse($0, header: header, to: &output) }
-            } catch let error as ValueTransformError {
-                throw Damage(refusedBy: transform.name, error)
             } catch {
-                throw Damage(refusedBy: transform.name, ValueTransformError(.malformed, "\(error)"))
+                throw Self.refusal(by: transform, error)
             }
         }
+    }
+
+    /// The damage `error`, thrown by `transform`'s reversal, reports.
+    static func refusal(by transform: any ValueTransform, _ error: any Error) -> Damage {
+        Damage(refusedBy: transform.name, error as? ValueTransformError ?? ValueTransformError(.malformed, "\(error)"))
     }
 }

@@ -2,7 +2,7 @@
 //
 // Encryption: one record set (a person: name, email, city, age, a 120-byte note), filled in
 // transactions of 1,000 records and read back by random key, once on a plain store and once with
-// every value sealed by RecordEncryption. Compression: a text-heavy set (articles of about 1.5 KB
+// every value sealed by RecordEncryption. Compression: a text-heavy set (articles of about 1.2 KB
 // of prose from a fixed vocabulary), plain and through RecordCompression: its size on disk and
 // its random reads. Each measured 5 times, medians compared. Durability is relaxed so that the
 // disk's flushes, the same for both, do not hide the transforms' cost.
@@ -82,7 +82,7 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
 /// One round on a new store: the fill's and the random reads' seconds.
 func round(_ kind: EngineKind, encrypted: Bool) throws -> (fill: Double, read: Double) {
-    let directory = NSTemporaryDirectory() + "strata-encryption-bench-\(getpid())-\(UUID())"
+    let directory = NSTemporaryDirectory() + "strata-transforms-bench-\(getpid())-\(UUID())"
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let engine = try kind.open(directory, EngineOptions(mode: .create, durability: .relaxed))
     let store = try Store(engine: engine, transforms: encrypted ? [RecordEncryption(key: key)] : [])
