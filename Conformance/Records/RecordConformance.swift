@@ -41,6 +41,6 @@ enum CaseStores {
 
     /// A record store on `engine`, with the case's transforms.
     static func store(on engine: any KeyValueEngine) throws -> Store {
-        transforms.isEmpty ? try Store(engine: engine) : try Store(engine: engine, transforms: transforms)
+        try Store(engine: engine, transforms: transforms)  // none: a plain store, as Store(engine:) opens
     }
 }

@@ -26,7 +26,12 @@ public struct EncryptionKey: Sendable {
     init(_ key: SymmetricKey) {
         self.key = key
         let code = HMAC<SHA256>.authenticationCode(for: Array("strata key identifier".utf8), using: key)
-        id = code.withUnsafeBytes { $0.prefix(4).reduce(0) { $0 << 8 | UInt32($1) } }
+        id = code.withUnsafeBytes { Self.identifier($0.prefix(4)) }
+    }
+
+    /// The identifier four bytes hold, read big-endian (as the manifest and messages show it).
+    static func identifier(_ bytes: some Collection<UInt8>) -> UInt32 {
+        bytes.reduce(0) { $0 << 8 | UInt32($1) }
     }
 
     /// A new random key. Keep its bytes (``withUnsafeBytes(_:)``): a store encrypted with it

@@ -32,8 +32,6 @@ public struct RecordEncryption: ValueTransform {
     let current: EncryptionKey
     /// The store's key derived from ``current`` (before binding: from no salt).
     let currentStoreKey: SymmetricKey
-    /// The store's salt (empty before binding).
-    let salt: [UInt8]
     /// Earlier keys, looked up by identifier and derived for the store once.
     let ring: KeyRing
     /// For the format's test vectors only: the nonce of every seal.
@@ -52,7 +50,6 @@ public struct RecordEncryption: ValueTransform {
 
     init(current: EncryptionKey, provider: any KeyProvider, salt: [UInt8] = []) {
         self.current = current
-        self.salt = salt
         currentStoreKey = Self.storeKey(current, salt: salt)
         ring = KeyRing(provider, salt: salt)
     }
@@ -89,20 +86,21 @@ public struct RecordEncryption: ValueTransform {
         guard stored.count >= Self.overhead else {
             throw ValueTransformError(.malformed, "\(stored.count) bytes, fewer than the \(Self.overhead) of a sealed value's header and tag")
         }
-        let id = stored.prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
+        let id = EncryptionKey.identifier(stored.prefix(4))
         let storeKey: SymmetricKey
-        let earlier: SymmetricKey?
-        do {
-            earlier = id == current.id ? nil : try ring.storeKey(id)
-        } catch {
-            throw ValueTransformError(.keyUnavailable, "the key provider failed to give key \(EncryptionKey.describe(id)): \(error)")
-        }
         if id == current.id {
             storeKey = currentStoreKey
-        } else if let earlier {
-            storeKey = earlier
         } else {
-            throw ValueTransformError(.missingKey, "sealed under key \(EncryptionKey.describe(id)), which the key provider does not hold")
+            let earlier: SymmetricKey?
+            do {
+                earlier = try ring.storeKey(id)
+            } catch {
+                throw ValueTransformError(.keyUnavailable, "the key provider failed to give key \(EncryptionKey.describe(id)): \(error)")
+            }
+            guard let earlier else {
+                throw ValueTransformError(.missingKey, "sealed under key \(EncryptionKey.describe(id)), which the key provider does not hold")
+            }
+            storeKey = earlier
         }
         let opened: Data
         do {

@@ -148,7 +148,7 @@ public final class TransactionContext {
         let fieldsStart = fields.bytes.count
         record.writeFields(to: &fields)
         if let failure = fields.failure { throw RecordError.unencodableField(type: "\(R.self)", detail: failure) }
-        try envelope.seal(&fields, fieldsStart: fieldsStart, keyLength: keyLength)
+        try envelope.seal(&fields, fieldsStart: fieldsStart)
         return keyLength
     }
 

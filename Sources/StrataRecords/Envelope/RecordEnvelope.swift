@@ -6,10 +6,11 @@ import StrataEngine
 ///
 /// `T` is the store's chain of value transforms (``ValueTransform``), named in its manifest, so a
 /// store never opens without the transforms it was written with. Without one `T(fields)` is the
-/// fields as ``Record/writeFields(to:)`` wrote them, and reads lend the engine's bytes as they are. The checksum covers the stored bytes, so a damaged value is
-/// refused before a transform or a decoder sees it.
+/// fields as ``Record/writeFields(to:)`` wrote them, and reads lend the engine's bytes as they
+/// are. The checksum covers the stored bytes, so a damaged value is refused before a transform or
+/// a decoder sees it.
 ///
-/// Inserts seal through ``seal(_:fieldsStart:keyLength:)``; every reader opens through ``open(key:value:)``
+/// Inserts seal through ``seal(_:fieldsStart:)``; every reader opens through ``open(key:value:)``
 /// and ``withFields(_:key:scratch:_:)``: typed reads, record views, index reads (a covering
 /// entry holds the record's sealed value), the inspection tools and the previous generations of
 /// changed index definitions.
@@ -75,17 +76,18 @@ struct RecordEnvelope: Sendable {
     }
 
     /// Seals the value `buffer` holds after the record's key: the key's bytes, then the version,
-    /// then the fields from `fieldsStart` on. Transforms the fields and appends the checksum over
-    /// key and value (without transforms, one pass over the buffer).
+    /// then the fields from `fieldsStart` on. Transforms the fields (everything before them is
+    /// their header) and appends the checksum over key and value (without transforms, one pass
+    /// over the buffer).
     @inlinable
-    func seal(_ buffer: inout FieldWriter, fieldsStart: Int, keyLength: Int) throws {
-        if !isPlain { try transform(&buffer.bytes, fieldsStart: fieldsStart, keyLength: keyLength) }
+    func seal(_ buffer: inout FieldWriter, fieldsStart: Int) throws {
+        if !isPlain { try transform(&buffer.bytes, fieldsStart: fieldsStart) }
         buffer.writeChecksum(buffer.bytes.withUnsafeBytes { RecordChecksum.extend(0, $0) })
     }
 
-    /// Runs the chain over `bytes[fieldsStart...]` in place.
+    /// Runs the chain over `bytes[fieldsStart...]` in place, `bytes[..<fieldsStart]` as the header.
     @usableFromInline
-    func transform(_ bytes: inout [UInt8], fieldsStart: Int, keyLength: Int) throws {
+    func transform(_ bytes: inout [UInt8], fieldsStart: Int) throws {
         var input = Array(bytes[fieldsStart...])
         var output: [UInt8] = []
         for transform in transforms {
