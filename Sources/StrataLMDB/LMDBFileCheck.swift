@@ -5,8 +5,9 @@ import StrataEngine
 ///
 /// LMDB maps the data file and reads pages through the map; a page past the end of a truncated
 /// file faults with SIGBUS and kills the process. So the meta pages are read with plain `read`
-/// first: the file must be a whole number of pages holding both meta pages, and every page that
-/// the branch pages of the newest meta's two trees point to (none of them a meta page).
+/// first: the file must be a whole number of pages holding both meta pages, the newest meta must
+/// sit on the page LMDB reads it from, and every page that the branch pages of its two trees
+/// point to must be in the file (none of them a meta page).
 ///
 /// The file may legitimately be shorter than `(last_pgno + 1) * page_size`: pages freed within
 /// the transaction that allocated them are never written (LMDB's own comment on `mm_last_pg`),
@@ -67,9 +68,16 @@ enum LMDBFileCheck {
         else {
             return (.corrupt(path: storePath, detail: "data.mdb's second meta page is damaged (its magic, version or page size)"), 0)
         }
-        // LMDB uses the meta page with the newer transaction id.
-        let newest = second.loadLE(UInt64.self, at: txnIDOffset) > first.loadLE(UInt64.self, at: txnIDOffset) ? second : first
+        // LMDB opens with the meta page holding the newer transaction id, but its transactions
+        // read the trees of meta page `id & 1` (commits alternate between the two; both start at
+        // 0). A damaged id of the other parity made this check walk one meta's trees while LMDB
+        // read the other's, past the end of a cut file (SIGBUS; found by the `files` fuzz target).
+        let secondIsNewer = second.loadLE(UInt64.self, at: txnIDOffset) > first.loadLE(UInt64.self, at: txnIDOffset)
+        let newest = secondIsNewer ? second : first
         let txnID = newest.loadLE(UInt64.self, at: txnIDOffset)
+        guard txnID == 0 || (txnID & 1 == 1) == secondIsNewer else {
+            return (.corrupt(path: storePath, detail: "data.mdb's meta page \(secondIsNewer ? 1 : 0) holds transaction \(txnID), which LMDB reads from meta page \(txnID & 1) (damaged)"), txnID)
+        }
         // The size after the metas: pages a writer appended before its meta are then counted.
         let size = (try? handle.seekToEnd()) ?? 0
         // LMDB writes whole pages: a size that is not a multiple of the page size was cut.
@@ -94,16 +102,27 @@ extension LMDBFileCheck {
     // Page layout (LMDB 0.9, 64-bit): a 16-byte header (mp_pgno, mp_pad, mp_flags, mp_lower,
     // mp_upper), then mp_ptrs: 2-byte offsets of the nodes. A branch node starts with its child
     // page number in 48 bits (mn_lo, mn_hi, mn_flags).
-    private static let branchFlag: UInt16 = 0x01
+    private static let branchFlag: UInt16 = 0x01  // P_BRANCH
+    private static let leafFlag: UInt16 = 0x02    // P_LEAF
     private static let headerSize = 16
 
     /// Reads every branch page of a tree of `depth` levels and checks that each page it points to
     /// lies inside the file. Leaves (the last level) are bound-checked, not read: large values'
     /// overflow pages are not checked, which keeps the cost at about one page in a hundred.
+    ///
+    /// LMDB descends by the pages' flags, not by the meta's depth: a depth that is too small
+    /// would leave branch pages unread here that LMDB follows (SIGBUS past a cut file; found by
+    /// the `files` fuzz target). Every leaf of an LMDB tree is at the same depth, so reading one
+    /// leaf, and every page above the leaves, proves the depth: a leaf above it or a branch at it
+    /// is refused.
     fileprivate static func walkBranches(from root: UInt64, depth: Int, pages: UInt64, pageSize: UInt64,
                                          handle: FileHandle, storePath: String) throws(EngineError) {
+        guard depth >= 1 else {
+            throw .corrupt(path: storePath, detail: "data.mdb's meta page gives a tree a root page but a depth of 0 (damaged)")
+        }
         var pending = [(page: root, level: 1)]
         var visited = 0
+        var leafRead = false
         while let (page, level) = pending.popLast() {
             guard page < pages else {
                 throw .corrupt(path: storePath, detail: "data.mdb is \(pages) pages long but its trees reach page \(page) (truncated)")
@@ -113,13 +132,17 @@ extension LMDBFileCheck {
             guard page >= 2 else {
                 throw .corrupt(path: storePath, detail: "data.mdb's trees reach page \(page), a meta page (damaged)")
             }
-            if level >= depth { continue }  // a leaf: inside the file, not read
+            if level >= depth {  // a leaf: inside the file, and only the first one read
+                if leafRead { continue }
+                leafRead = true
+                guard try read(page: page, pageSize: pageSize, handle: handle, storePath: storePath).loadLE(UInt16.self, at: 10) & leafFlag != 0 else {
+                    throw .corrupt(path: storePath, detail: "page \(page) of data.mdb should be a leaf page: its tree is deeper than its meta page says (damaged)")
+                }
+                continue
+            }
             visited += 1
             if visited > Int(pages) { throw .corrupt(path: storePath, detail: "data.mdb's trees contain a cycle") }
-            try? handle.seek(toOffset: page * pageSize)
-            guard let data = try? handle.read(upToCount: Int(pageSize)), data.count == Int(pageSize) else {
-                throw .corrupt(path: storePath, detail: "cannot read page \(page) of data.mdb")
-            }
+            let data = try read(page: page, pageSize: pageSize, handle: handle, storePath: storePath)
             guard data.loadLE(UInt16.self, at: 10) & branchFlag != 0 else {
                 throw .corrupt(path: storePath, detail: "page \(page) of data.mdb should be a branch page")
             }
@@ -135,6 +158,14 @@ extension LMDBFileCheck {
                 pending.append((child, level + 1))
             }
         }
+    }
+
+    private static func read(page: UInt64, pageSize: UInt64, handle: FileHandle, storePath: String) throws(EngineError) -> Data {
+        try? handle.seek(toOffset: page * pageSize)
+        guard let data = try? handle.read(upToCount: Int(pageSize)), data.count == Int(pageSize) else {
+            throw .corrupt(path: storePath, detail: "cannot read page \(page) of data.mdb")
+        }
+        return data
     }
 }
 

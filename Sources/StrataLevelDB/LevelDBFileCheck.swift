@@ -4,6 +4,9 @@ import StrataEngine
 /// Checks an existing LevelDB store before LevelDB opens it: LevelDB rotates its info log even to
 /// report an error, and reports a foreign comparator as a plain error, so both checks run first.
 ///
+/// - No file may be named as LevelDB's log number 0 (`000000.log`, `0.log`, …; else `corrupt`):
+///   recovery replays every log numbered at or above the manifest's, and making the name of log 0
+///   fails an assertion that stops the process (found by the `files` fuzz target).
 /// - `CURRENT` must name a manifest that exists and is not empty (else `corrupt`).
 /// - The manifest's first record must name LevelDB's bytewise comparator (else `notAStore`): it is
 ///   a log record (a 7-byte header: checksum, length, type) holding a VersionEdit that begins
@@ -13,6 +16,9 @@ enum LevelDBFileCheck {
     static let bytewise = "leveldb.BytewiseComparator"
 
     static func validate(_ path: String) throws(EngineError) {
+        if let zero = (try? FileManager.default.contentsOfDirectory(atPath: path))?.first(where: isLogNumberZero) {
+            throw .corrupt(path: path, detail: "\(zero) is not a LevelDB log name (LevelDB numbers its files from 1)")
+        }
         let current = (path as NSString).appendingPathComponent("CURRENT")
         guard FileManager.default.fileExists(atPath: current) else { return }
         guard let text = try? String(contentsOfFile: current, encoding: .utf8),
@@ -31,6 +37,12 @@ enum LevelDBFileCheck {
         if let head = try? handle.read(upToCount: 4096), let name = comparator(inManifest: [UInt8](head)), name != bytewise {
             throw .notAStore(path: path, reason: "a LevelDB store made with another comparator (\(name)); Strata's keys are bytewise (\(bytewise))")
         }
+    }
+
+    /// Whether LevelDB's file-name parser reads `name` as the log numbered 0: digits, all zeros,
+    /// then `.log`.
+    static func isLogNumberZero(_ name: String) -> Bool {
+        name.hasSuffix(".log") && name.count > 4 && name.dropLast(4).allSatisfy { $0 == "0" }
     }
 
     /// The comparator named by a manifest's first record, or `nil` when it does not begin with one.

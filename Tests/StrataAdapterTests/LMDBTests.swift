@@ -379,10 +379,16 @@ extension LMDBTests {
     /// Found by the `files` fuzz target: a second meta page declaring another page size made
     /// LMDB read past the file (SIGBUS in mdb_env_open); a meta page counting 2^52 + 2 pages (LMDB
     /// multiplies by the page size and wraps to a small map size, so it opens) made an
-    /// overflow trap in the bounds check.
-    @Test("a damaged meta page (another page size, an absurd page count) is refused with a typed error",
-          arguments: [(40, UInt64(0x0009_0302), "second meta page is damaged"), (136, (UInt64(1) << 52) + 1, "pages (damaged)")])
-    func damagedMetaPage(offset: Int, value: UInt64, refusal: String) throws {
+    /// overflow trap in the bounds check; a first meta page holding an odd transaction id larger
+    /// than the second's (LMDB opened with the first but read the second's trees, past the end of
+    /// a cut file: SIGBUS in `mdb_cursor_get`); a main tree of two levels said to have none or
+    /// one (LMDB descends by the pages' flags, so the check left branch pages unread that LMDB
+    /// followed past the end of a cut file).
+    @Test("a damaged meta page (another page size, an absurd page count, a transaction id on the wrong page, a wrong depth) is refused with a typed error",
+          arguments: [(40, UInt64(0x0009_0302), [1], 4, "second meta page is damaged"), (136, (UInt64(1) << 52) + 1, [0, 1], 8, "pages (damaged)"),
+                      (144, UInt64(0x6B5F_6574_696C_7173), [0], 8, "which LMDB reads from meta page 1 (damaged)"),
+                      (94, UInt64(0), [0, 1], 2, "a depth of 0 (damaged)"), (94, UInt64(1), [0, 1], 2, "deeper than its meta page says")])
+    func damagedMetaPage(offset: Int, value: UInt64, metas: [Int], width: Int, refusal: String) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try LMDBEngine(path: dir.path)
@@ -391,10 +397,7 @@ extension LMDBTests {
         let file = dir.path + "/data.mdb"
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
         let pageSize = Int(getpagesize())
-        // The page size (a 32-bit field) in the second meta only; the page count in both.
-        let metas = offset == 40 ? [pageSize] : [0, pageSize]
-        let width = offset == 40 ? 4 : 8
-        for meta in metas {
+        for meta in metas.map({ $0 * pageSize }) {
             withUnsafeBytes(of: value.littleEndian) { bytes.replaceSubrange((meta + offset)..<(meta + offset + width), with: $0.prefix(width)) }
         }
         try Data(bytes).write(to: URL(fileURLWithPath: file))

@@ -120,6 +120,27 @@ struct LevelDBTornLogTests {
         try again.close()
     }
 
+    /// Found by the `files` fuzz target: recovery replays every log numbered at or above the
+    /// manifest's, and making the name of log 0 fails an assertion in libleveldb (abort).
+    @Test("a log file named as number 0 is refused as corrupt, not LevelDB's abort, in every open mode", arguments: ["000000.log", "0.log"])
+    func logNumberZero(name: String) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LevelDBEngine(path: dir.path)
+        try store.write { (tx: any KeyValueWriter) throws in try tx.put([1], forKey: [1]) }
+        try store.close()
+        let log = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasSuffix(".log") })
+        try FileManager.default.moveItem(atPath: dir.path + "/" + log, toPath: dir.path + "/" + name)
+        let before = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        for mode in [OpenMode.openExisting, .create, .readOnly] {
+            #expect { try LevelDBEngine(path: dir.path, options: EngineOptions(mode: mode)) } throws: { error in
+                if case EngineError.corrupt(_, let detail) = error { return detail.contains(name) }
+                return false
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == before, "no file made or removed")
+    }
+
     @Test("damage followed by valid records is refused as corrupt, files left for repair")
     func damageInside() throws {
         let dir = TemporaryDirectory()
