@@ -40,8 +40,8 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     /// or something else (refused, untouched).
     private func open(mode: OpenMode) throws {
         let answer = try txn(success: [
-            Txn.range(layout.marker),
-            Txn.range(layout.namespace, end: layout.namespaceEnd, limit: 1, keysOnly: true),
+            .get(layout.marker),
+            .range(RangeRequest(key: layout.namespace, rangeEnd: layout.namespaceEnd, limit: 1, keysOnly: true)),
         ], idempotent: true, what: "opening")
         if let value = answer.rangeValue(0) {
             guard value == EtcdLayout.format else {
@@ -49,22 +49,22 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
             }
             return
         }
-        guard answer.rangeIsEmpty(1) else {
+        guard answer.rangePairs(1).isEmpty else {
             throw EngineError.notAStore(path: location, reason: "the prefix holds keys that no Strata store wrote (no store marker)")
         }
         guard mode == .create else { throw EngineError.notFound(path: location) }
         // Created at most once, even by several processes at the same time.
         let created = try txn(
-            compare: [Txn.absent(layout.marker)], success: [Txn.put(layout.marker, EtcdLayout.format)],
-            failure: [Txn.range(layout.marker)], idempotent: true, what: "creating the store")
+            compare: [.absent(layout.marker)], success: [.set(layout.marker, EtcdLayout.format)],
+            failure: [.get(layout.marker)], idempotent: true, what: "creating the store")
         if !created.succeeded {
             guard created.rangeValue(0) == EtcdLayout.format else { throw EngineError.notAStore(path: location, reason: "another format's marker appeared while creating") }
         }
     }
 
     func beginRead() throws -> any StorageReadTransaction {
-        let answer = try call("/v3/kv/range", ["key": layout.marker.base64, "count_only": true], idempotent: true, what: "beginning a read")
-        return EtcdTransaction(storage: self, revision: answer.revision, token: nil)
+        let answer = try call(RangeRequest(key: layout.marker, countOnly: true), idempotent: true, what: "beginning a read")
+        return EtcdTransaction(storage: self, revision: answer.header.revision, token: nil)
     }
 
     func beginWrite() throws -> any StorageWriteTransaction {
@@ -86,8 +86,7 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
 
     /// Whether the lease `id` still exists on the cluster.
     func leaseIsAlive(_ id: Int64, deadline: ContinuousClock.Instant) throws -> Bool {
-        let answer = try call("/v3/lease/timetolive", ["ID": String(id)], idempotent: true, deadline: deadline, what: "checking the lease")
-        return answer.int64("TTL") > 0
+        try call(LeaseTimeToLiveRequest(id: id), idempotent: true, deadline: deadline, what: "checking the lease").ttl > 0
     }
 
     /// Compacts the history as ``EtcdCompaction/keepRevisions(_:)`` says, once a commit at
@@ -103,7 +102,7 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
         guard due else { return }
         do {
             try client.compact(toRevision: revision - keep, physical: false, deadline: .now + .seconds(2))
-        } catch let error as EtcdServerError where error.isCompacted {
+        } catch let error as EtcdServerError where error.kind == .compacted {
             // Already compacted to there or beyond, by another engine or the cluster itself.
         } catch {
             compactedAt.withLock { $0 = 0 }
@@ -121,12 +120,12 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
             // Every path round the loop is bounded by the timeout (also during elections).
             guard ContinuousClock.now < deadline else { throw EngineError.locked(path: location) }
             let leaseID = try self.leaseID()
-            let answer: JSON
+            let answer: TxnResponse
             do {
                 answer = try txn(
-                    compare: [Txn.absent(layout.lock)], success: [Txn.put(layout.lock, Array(token.utf8), lease: leaseID)],
-                    failure: [Txn.range(layout.lock)], idempotent: false, what: "taking the writer lock")
-            } catch let error as EtcdServerError where error.isLeaseNotFound {
+                    compare: [.absent(layout.lock)], success: [.set(layout.lock, Array(token.utf8), lease: leaseID)],
+                    failure: [.get(layout.lock)], idempotent: false, what: "taking the writer lock")
+            } catch let error as EtcdServerError where error.kind == .leaseNotFound {
                 lease.expired(leaseID)
                 continue
             } catch is Ambiguous {
@@ -134,22 +133,22 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
                 Thread.sleep(forTimeInterval: pause)
                 continue
             }
-            if answer.succeeded { return answer.revision }
+            if answer.succeeded { return answer.header.revision }
             let holder = String(decoding: answer.rangeValue(0) ?? [], as: UTF8.self)
-            if holder == token { return answer.revision }
+            if holder == token { return answer.header.revision }
             if holder.hasPrefix(instance + "/") {
                 // A lock this instance failed to release (its rollback could not reach the
                 // cluster): no transaction of ours holds it, so take it over.
-                let taken: JSON
+                let taken: TxnResponse
                 do {
                     taken = try txn(
-                        compare: [Txn.holds(layout.lock, Array(holder.utf8))], success: [Txn.put(layout.lock, Array(token.utf8), lease: leaseID)],
+                        compare: [.holds(layout.lock, value: Array(holder.utf8))], success: [.set(layout.lock, Array(token.utf8), lease: leaseID)],
                         idempotent: true, what: "taking over this instance's stale writer lock")
-                } catch let error as EtcdServerError where error.isLeaseNotFound {
+                } catch let error as EtcdServerError where error.kind == .leaseNotFound {
                     lease.expired(leaseID)
                     continue
                 }
-                if taken.succeeded { return taken.revision }
+                if taken.succeeded { return taken.header.revision }
                 continue
             }
             if ContinuousClock.now + .milliseconds(Int(pause * 1000)) > deadline {
@@ -174,7 +173,7 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     private func releaseLeftLock() {
         guard let token = unreleased.withLock({ $0 }) else { return }
         if faults.takeFailedRelease() { return }
-        if (try? txn(compare: [Txn.holds(layout.lock, Array(token.utf8))], success: [Txn.delete(layout.lock)],
+        if (try? txn(compare: [.holds(layout.lock, value: Array(token.utf8))], success: [.remove(layout.lock)],
                      idempotent: true, deadline: .now + .seconds(2), what: "releasing the writer lock")) != nil {
             unreleased.withLock { if $0 == token { $0 = nil } }
         }
@@ -182,84 +181,30 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
 
     // MARK: Requests
 
-    func call(_ path: String, _ body: JSON, idempotent: Bool, deadline: ContinuousClock.Instant? = nil, what: String) throws -> JSON {
+    func call<R: EtcdRequest>(_ request: R, idempotent: Bool, deadline: ContinuousClock.Instant? = nil, what: String) throws -> R.Response {
         do {
-            return try client.call(path, body, idempotent: idempotent, deadline: deadline)
+            return try client.call(request, idempotent: idempotent, deadline: deadline)
         } catch let error as EtcdServerError {
             throw translate(error, what: what)
         }
     }
 
-    func txn(compare: [JSON] = [], success: [JSON], failure: [JSON] = [], idempotent: Bool, deadline: ContinuousClock.Instant? = nil, what: String) throws -> JSON {
-        var body: JSON = ["success": success]
-        if !compare.isEmpty { body["compare"] = compare }
-        if !failure.isEmpty { body["failure"] = failure }
-        return try call("/v3/kv/txn", body, idempotent: idempotent, deadline: deadline, what: what)
+    func txn(compare: [Compare] = [], success: [RequestOp], failure: [RequestOp] = [], idempotent: Bool,
+             deadline: ContinuousClock.Instant? = nil, what: String) throws -> TxnResponse {
+        try call(TxnRequest(compare: compare, success: success, failure: failure), idempotent: idempotent, deadline: deadline, what: what)
     }
 
     /// The one place an etcd answer becomes a Strata error (server errors the engine does not
     /// handle itself: lease and ambiguity are handled where they occur).
     func translate(_ error: EtcdServerError, what: String) -> Error {
-        if error.isNoSpace { return EngineError.diskFull(path: "etcd cluster (store \(location))") }
-        if error.isTooLarge { return EngineError.transactionTooLarge(what: "operations or bytes for the cluster (\(error.message))", limit: 0) }
-        if error.isPermissionDenied { return EngineError.permissionDenied(path: "etcd store \(location)", detail: error.message) }
-        if error.isLeaseNotFound || error.isCompacted { return error }
-        return EngineError.engineFailure(engine: "etcd", code: error.code, message: error.message, operation: what)
+        switch error.kind {
+        case .noSpace: return EngineError.diskFull(path: "etcd cluster (store \(location))")
+        case .tooLarge: return EngineError.transactionTooLarge(what: "operations or bytes for the cluster (\(error.message))", limit: 0)
+        case .permissionDenied: return EngineError.permissionDenied(path: "etcd store \(location)", detail: error.message)
+        case .leaseNotFound, .compacted: return error
+        default: return EngineError.engineFailure(engine: "etcd", code: error.code, message: error.message, operation: what)
+        }
     }
-}
-
-// MARK: Txn requests and answers
-
-/// The parts of an etcd txn request, as the gateway takes them.
-enum Txn {
-    /// A compare that holds while `key` does not exist.
-    static func absent(_ key: [UInt8]) -> JSON { ["key": key.base64, "target": "CREATE", "result": "EQUAL", "create_revision": "0"] }
-
-    /// A compare that holds while `key` holds `value`.
-    static func holds(_ key: [UInt8], _ value: [UInt8]) -> JSON { ["key": key.base64, "target": "VALUE", "result": "EQUAL", "value": value.base64] }
-
-    /// A put, on `lease` when given.
-    static func put(_ key: [UInt8], _ value: [UInt8], lease: Int64? = nil) -> JSON {
-        var request: JSON = ["key": key.base64, "value": value.base64]
-        if let lease { request["lease"] = String(lease) }
-        return ["request_put": request]
-    }
-
-    /// A delete of one key.
-    static func delete(_ key: [UInt8]) -> JSON { ["request_delete_range": ["key": key.base64]] }
-
-    /// A range operation of a txn.
-    static func range(_ key: [UInt8], end: [UInt8]? = nil, limit: Int = 0, keysOnly: Bool = false) -> JSON {
-        var request = rangeRequest(key, end: end, limit: limit)
-        if keysOnly { request["keys_only"] = true }
-        return ["request_range": request]
-    }
-
-    /// A range request (`/v3/kv/range`, or inside a txn's range operation): the key `key`, or
-    /// the keys of `[key, end)`, at most `limit` of them (0: all).
-    static func rangeRequest(_ key: [UInt8], end: [UInt8]? = nil, limit: Int = 0) -> JSON {
-        var request: JSON = ["key": key.base64]
-        if let end { request["range_end"] = end.base64 }
-        if limit > 0 { request["limit"] = String(limit) }
-        return request
-    }
-}
-
-extension Dictionary where Key == String, Value == Any {
-    /// Whether a txn's compares held (the gateway leaves `succeeded` out when they did not).
-    var succeeded: Bool { self["succeeded"] as? Bool == true }
-
-    /// The pairs the txn's `i`th operation (a range) found.
-    func rangePairs(_ i: Int) -> [JSON] {
-        let responses = objects("responses")
-        return responses.indices.contains(i) ? responses[i].object("response_range").objects("kvs") : []
-    }
-
-    /// The value of the first pair the txn's `i`th operation (a range) found, or `nil`.
-    func rangeValue(_ i: Int) -> [UInt8]? { rangePairs(i).first?.bytes("value") }
-
-    /// Whether the txn's `i`th operation (a range) found nothing.
-    func rangeIsEmpty(_ i: Int) -> Bool { rangePairs(i).isEmpty }
 }
 
 /// This instance's lease, granted when first needed and kept alive by a thread until it is
@@ -285,8 +230,7 @@ final class LeaseKeeper: @unchecked Sendable {
     /// The live lease's ID, granting one when there is none.
     func id() throws -> Int64 {
         if let current = lock.withLock({ current }) { return current }
-        let answer = try client.call("/v3/lease/grant", ["TTL": String(ttl)], idempotent: true)
-        let granted = answer.int64("ID")
+        let granted = try client.call(LeaseGrantRequest(ttl: Int64(ttl)), idempotent: true).id
         lock.withLock {
             current = granted
             if keeper == nil {
@@ -317,7 +261,7 @@ final class LeaseKeeper: @unchecked Sendable {
             return current
         }
         if let id {
-            _ = try? client.call("/v3/lease/revoke", ["ID": String(id)], idempotent: true, deadline: .now + .seconds(2))
+            _ = try? client.call(LeaseRevokeRequest(id: id), idempotent: true, deadline: .now + .seconds(2))
         }
     }
 
@@ -333,10 +277,10 @@ final class LeaseKeeper: @unchecked Sendable {
         }
         if stopped { return false }
         guard let id else { return true }
-        let answer = try? client.call("/v3/lease/keepalive", ["ID": String(id)], idempotent: true,
-                                      deadline: .now + .seconds(max(ttl / 3, 1)))
+        let answer = try? client.call(LeaseKeepAliveRequest(id: id), idempotent: true, deadline: .now + .seconds(max(ttl / 3, 1)))
         failed = answer == nil
-        if let answer, answer.object("result").int64("TTL") <= 0 && answer.object("result")["ID"] != nil {
+        // An answer naming the lease with no time left: it is gone.
+        if let answer, answer.id != 0 && answer.ttl <= 0 {
             expired(id)
         }
         chore?()

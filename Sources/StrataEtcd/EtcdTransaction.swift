@@ -21,9 +21,9 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
     // MARK: Reads
 
     func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        let answer = try readRange(storage.layout.data(key), what: "reading a key")
-        guard let pair = answer.objects("kvs").first else { return try body(nil) }
-        return try pair.bytes("value").withUnsafeBytes { try body($0) }
+        let answer = try readRange(RangeRequest(key: storage.layout.data(key)), what: "reading a key")
+        guard let pair = answer.kvs.first else { return try body(nil) }
+        return try pair.value.withUnsafeBytes { try body($0) }
     }
 
     /// Pages through the range at the transaction's revision, each page starting after the last
@@ -41,10 +41,10 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         var remaining = limit ?? .max
         var page = 64
         while remaining > 0 {
-            let answer = try readRange(low, to: high, limit: min(page, remaining), reverse ? Self.descending : [:], what: "scanning")
-            if reverse { storage.faults.noteDescendingRead(keys: answer.int64("count")) }
+            let answer = try readRange(RangeRequest(key: low, rangeEnd: high, limit: Int64(min(page, remaining)), descending: reverse), what: "scanning")
+            if reverse { storage.faults.noteDescendingRead(keys: answer.count) }
             let (last, done) = try deliver(answer, remaining: &remaining, visit)
-            guard !done, let last, answer["more"] as? Bool == true else { return }
+            guard !done, let last, answer.more else { return }
             if reverse { high = last } else { low = last + [0] }
             page = min(page * 4, 4096)
         }
@@ -66,23 +66,23 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         while remaining > 0 {
             var want = min(page, remaining)
             let low = try carried ?? windows.lowerBound(below: high, want: want, count: { bound in
-                try readRange(bound, to: high, ["count_only": true], what: "counting a range").int64("count")
+                try readRange(RangeRequest(key: bound, rangeEnd: high, countOnly: true), what: "counting a range").count
             }, first: { bound in
-                try readRange(bound, to: high, limit: 1, ["keys_only": true], what: "scanning").objects("kvs").first?.bytes("key")
+                try readRange(RangeRequest(key: bound, rangeEnd: high, limit: 1, keysOnly: true), what: "scanning").kvs.first?.key
             })
             if low == start {
                 // etcd reads the whole rest for any limit: take the largest page of it.
                 page = 4096
                 want = min(page, remaining)
             }
-            let answer = try readRange(low, to: high, limit: want, Self.descending, what: "scanning")
-            let inWindow = answer.int64("count")
+            let answer = try readRange(RangeRequest(key: low, rangeEnd: high, limit: Int64(want), descending: true), what: "scanning")
+            let inWindow = answer.count
             storage.faults.noteDescendingRead(keys: inWindow)
             if carried == nil { windows.learn(keys: inWindow, from: low, below: high) }
             let (last, done) = try deliver(answer, remaining: &remaining, visit)
             if done { return }
             page = min(page * 4, 4096)
-            if let last, answer["more"] as? Bool == true {
+            if let last, answer.more {
                 // Read the rest of this window next when it is not much more than a page.
                 high = last
                 carried = inWindow - Int64(want) <= 4 * Int64(min(page, remaining)) ? low : nil
@@ -98,30 +98,25 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
     /// returns the last etcd key handed over, and whether the scan is done (the visitor stopped
     /// or the limit is reached).
     private func deliver(
-        _ answer: JSON, remaining: inout Int, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+        _ answer: RangeResponse, remaining: inout Int, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws -> (last: [UInt8]?, done: Bool) {
         var last: [UInt8]?
-        for pair in answer.objects("kvs") {
-            let key = pair.bytes("key")
-            let goOn = try storage.layout.storeKey(key).withUnsafeBytes { k in try pair.bytes("value").withUnsafeBytes { try visit(k, $0) } }
+        for pair in answer.kvs {
+            let goOn = try storage.layout.storeKey(pair.key).withUnsafeBytes { k in try pair.value.withUnsafeBytes { try visit(k, $0) } }
             remaining -= 1
-            if !goOn || remaining == 0 { return (key, true) }
-            last = key
+            if !goOn || remaining == 0 { return (pair.key, true) }
+            last = pair.key
         }
         return (last, false)
     }
 
-    /// What a descending range request adds.
-    private static var descending: JSON { ["sort_order": "DESCEND", "sort_target": "KEY"] }
-
-    /// A range request at the transaction's revision: the key `key`, or the keys of `[key, end)`,
-    /// at most `limit` of them (0: all), with `options` (`count_only`, `keys_only`, a sort order).
-    private func readRange(_ key: [UInt8], to end: [UInt8]? = nil, limit: Int = 0, _ options: JSON = [:], what: String) throws -> JSON {
-        var request = Txn.rangeRequest(key, end: end, limit: limit).merging(options) { $1 }
-        request["revision"] = String(revision)
+    /// `request` at the transaction's revision.
+    private func readRange(_ request: RangeRequest, what: String) throws -> RangeResponse {
+        var request = request
+        request.revision = revision
         do {
-            return try storage.call("/v3/kv/range", request, idempotent: true, what: what)
-        } catch let error as EtcdServerError where error.isCompacted {
+            return try storage.call(request, idempotent: true, what: what)
+        } catch let error as EtcdServerError where error.kind == .compacted {
             throw EtcdError.snapshotCompacted(revision: revision)
         }
     }
@@ -150,20 +145,20 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
         guard let token else { return }
         var last: [[UInt8]: [UInt8]?] = [:]
         for write in writes { last[write.key] = write.value }
-        var ops: [JSON] = []
+        var ops: [RequestOp] = []
         ops.reserveCapacity(last.count + 2)
         for (key, value) in last {
             let etcdKey = key.withUnsafeBytes { storage.layout.data($0) }
-            ops.append(value.map { Txn.put(etcdKey, $0) } ?? Txn.delete(etcdKey))
+            ops.append(value.map { .set(etcdKey, $0) } ?? .remove(etcdKey))
         }
         // Nothing to write: only the lock to give back (end() does).
         guard !ops.isEmpty else { return }
         let tokenBytes = Array(token.utf8)
         let commitKey = storage.layout.commit(instance: storage.instance)
         let lease = try storage.leaseID()
-        ops.append(Txn.put(commitKey, tokenBytes, lease: lease))
-        ops.append(Txn.delete(storage.layout.lock))
-        let request: JSON = ["compare": [Txn.holds(storage.layout.lock, tokenBytes)], "success": ops]
+        ops.append(.set(commitKey, tokenBytes, lease: lease))
+        ops.append(.remove(storage.layout.lock))
+        let request = TxnRequest(compare: [.holds(storage.layout.lock, value: tokenBytes)], success: ops)
         do {
             storage.compactHistory(after: try send(request, deadline: ContinuousClock.now + storage.client.timeout))
         } catch let ambiguous as Ambiguous {
@@ -177,22 +172,22 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
     /// Sends the commit once: returns the revision it applied at, throws ``Ambiguous`` when its
     /// outcome is unknown, and `mustRetry` when the lock was no longer ours (nothing applied).
     @discardableResult
-    private func send(_ request: JSON, deadline: ContinuousClock.Instant) throws -> Int64 {
+    private func send(_ request: TxnRequest, deadline: ContinuousClock.Instant) throws -> Int64 {
         if storage.faults.takeLostRequest() {
             throw Ambiguous(detail: "the commit request was lost before it reached the cluster (injected fault)")
         }
         if storage.faults.takeLostAnswer() {
-            _ = try? storage.call("/v3/kv/txn", request, idempotent: false, deadline: deadline, what: "committing")
+            _ = try? storage.call(request, idempotent: false, deadline: deadline, what: "committing")
             throw Ambiguous(detail: "the answer to the commit was lost (injected fault)")
         }
-        let answer: JSON
+        let answer: TxnResponse
         do {
-            answer = try storage.call("/v3/kv/txn", request, idempotent: false, deadline: deadline, what: "committing")
-        } catch let error as EtcdServerError where error.isLeaseNotFound {
+            answer = try storage.call(request, idempotent: false, deadline: deadline, what: "committing")
+        } catch let error as EtcdServerError where error.kind == .leaseNotFound {
             throw lockLost()  // the lock lived on that lease
         }
         guard answer.succeeded else { throw lockLost() }
-        return answer.revision
+        return answer.header.revision
     }
 
     private func lockLost() -> EngineError {
@@ -206,12 +201,12 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
     /// lives on is still alive, it never applied and never will (tokens are never reused). Any
     /// other answer, or none before the deadline, is ``EtcdError/commitOutcomeUnknown(detail:)``:
     /// once the outcome is unknown, only proof turns it into success or `mustRetry`.
-    private func resolve(_ request: JSON, token tokenBytes: [UInt8], commitKey: [UInt8], lease: Int64, firstProblem: String, deadline: ContinuousClock.Instant) throws {
+    private func resolve(_ request: TxnRequest, token tokenBytes: [UInt8], commitKey: [UInt8], lease: Int64, firstProblem: String, deadline: ContinuousClock.Instant) throws {
         var problem = firstProblem
         while ContinuousClock.now < deadline {
-            let state: JSON
+            let state: TxnResponse
             do {
-                state = try storage.txn(success: [Txn.range(commitKey), Txn.range(storage.layout.lock)], idempotent: true, deadline: deadline,
+                state = try storage.txn(success: [.get(commitKey), .get(storage.layout.lock)], idempotent: true, deadline: deadline,
                                         what: "learning a commit's outcome")
             } catch {
                 problem = "\(error)"

@@ -7,7 +7,7 @@ import Glibc
 
 /// One keep-alive HTTP/1.1 connection to one etcd member's client port: enough HTTP for etcd's
 /// JSON gateway (POST with a body; responses framed by `Content-Length` or chunked), with every
-/// wait bounded by a deadline. Not thread-safe: ``EtcdClient`` lends it to one request at a time.
+/// wait bounded by a deadline. Not thread-safe: ``GatewayTransport`` lends it to one request at a time.
 ///
 /// Why not a client library: the gateway speaks plain HTTP/1.1, and an HTTP library would be the
 /// heaviest dependency of the package for four request shapes. Owning the socket also tells us

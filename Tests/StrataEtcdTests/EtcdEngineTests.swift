@@ -259,10 +259,7 @@ struct EtcdAuthenticationTests {
         let cluster = try LocalCluster(members: 1)
         defer { cluster.stop() }
         let admin = try EtcdKeySpace(Clusters.options(cluster))
-        try admin.administer("/v3/auth/user/add", ["name": "root", "password": "s3cret"])
-        try admin.administer("/v3/auth/role/add", ["name": "root"])
-        try admin.administer("/v3/auth/user/grant", ["user": "root", "role": "root"])
-        try admin.administer("/v3/auth/enable", [:])
+        try admin.enableAuthentication(user: "root", password: "s3cret")
 
         var good = Clusters.options(cluster)
         good.user = "root"

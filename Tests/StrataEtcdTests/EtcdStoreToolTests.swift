@@ -161,11 +161,7 @@ struct EtcdStoreToolTests {
         defer { cluster.stop() }
         let admin = try EtcdKeySpace(Clusters.options(cluster))
         try makeStore(Clusters.options(cluster), prefix: "notes", notes: Note.some(3))  // before authentication is on
-        for path in ["/v3/auth/user/add", "/v3/auth/role/add", "/v3/auth/user/grant", "/v3/auth/enable"] {
-            let body = ["/v3/auth/user/add": ["name": "root", "password": "s3cret"], "/v3/auth/role/add": ["name": "root"],
-                        "/v3/auth/user/grant": ["user": "root", "role": "root"]][path] ?? [:]
-            try admin.administer(path, body)
-        }
+        try admin.enableAuthentication(user: "root", password: "s3cret")
         let endpoints = cluster.endpoints.joined(separator: ",")
         let good = try runEtcdTool(["stats", "etcd:notes", "--endpoints", endpoints, "--user", "root"], environment: ["STRATA_ETCD_PASSWORD": "s3cret"])
         #expect(good.status == 0 && good.output.contains("keyspace Note: 3 records"), "\(good.output)")

@@ -1,0 +1,87 @@
+/// Carries requests of etcd's API (``EtcdRequest``) to one member and brings back its answer:
+/// the seam between the engine's typed etcd protocol and the wire. ``EtcdClient`` keeps the
+/// policy over it (failover across endpoints, deadlines, authentication, ambiguous commits).
+protocol EtcdTransport: Sendable {
+    /// Sends `request` to `endpoint` (with the authentication `token`, when given) and waits for
+    /// the answer until `deadline`.
+    func send<R: EtcdRequest>(_ request: R, to endpoint: EtcdEndpoint, token: String?,
+                              deadline: ContinuousClock.Instant) throws(EtcdCallError) -> R.Response
+    /// Drops what the transport keeps for `endpoint` (it failed: connect again next time).
+    func forget(_ endpoint: EtcdEndpoint)
+    /// Drops every connection.
+    func close()
+}
+
+/// Why one request to one member failed.
+enum EtcdCallError: Error, CustomStringConvertible {
+    /// Nothing of the request can have reached the member: it is safe to send it elsewhere.
+    case notSent(String)
+    /// The request may have reached the member, and may have applied.
+    case mayHaveApplied(String)
+    /// The member answered with an error.
+    case server(EtcdServerError)
+
+    var description: String {
+        switch self {
+        case let .notSent(text), let .mayHaveApplied(text): return text
+        case let .server(error): return error.description
+        }
+    }
+}
+
+/// An error etcd answered with: its gRPC status code and message, and what the engine makes of
+/// them (``Kind``).
+struct EtcdServerError: Error, CustomStringConvertible {
+    let code: Int
+    let message: String
+    let kind: Kind
+
+    /// The errors the engine handles. etcd tells most of them apart by their message only (its
+    /// own Go client matches the same texts, `rpctypes`): this is the one place that reads them.
+    enum Kind: Sendable, Equatable {
+        /// Refused before it could apply, or outcome unknown inside the cluster (leader lost, timed
+        /// out): gRPC `Unavailable` and `DeadlineExceeded`, and a proposal Raft dropped (code 2,
+        /// `Unknown`, during leader changes; never applied).
+        case unavailable
+        /// The revision asked for was compacted away.
+        case compacted
+        /// The revision asked for is newer than the member's.
+        case futureRevision
+        /// The cluster is out of space (its `NOSPACE` alarm is on).
+        case noSpace
+        case leaseNotFound
+        /// The authentication token expired or the member does not know it.
+        case invalidToken
+        /// No credentials where the cluster wants some, or a user without the role for the keys.
+        case permissionDenied
+        /// Too many operations or bytes in one request.
+        case tooLarge
+        case other
+    }
+
+    init(code: Int, message: String) {
+        self.code = code
+        self.message = message
+        kind = Self.kind(code: code, message: message)
+    }
+
+    private static func kind(code: Int, message: String) -> Kind {
+        if code == 14 || code == 4 || ["leader changed", "no leader", "request timed out", "too many requests", "deadline exceeded",
+                                         "raft proposal dropped"].contains(where: message.contains) { return .unavailable }
+        if message.contains("required revision has been compacted") { return .compacted }
+        if message.contains("required revision is a future revision") { return .futureRevision }
+        if message.contains("database space exceeded") { return .noSpace }
+        if message.contains("requested lease not found") { return .leaseNotFound }
+        if message.contains("invalid auth token") { return .invalidToken }
+        if message.contains("user name is empty") || message.contains("permission denied") { return .permissionDenied }
+        if ["too many operations", "request is too large", "message larger than max"].contains(where: message.contains) { return .tooLarge }
+        return .other
+    }
+
+    /// Whether a request that met this error may still have applied: every status but the
+    /// definite refusals (gRPC `Unknown`, `DeadlineExceeded`, `Unimplemented`, `Internal`,
+    /// `Unavailable`, `DataLoss`, and an HTTP 5xx from something in between).
+    var mayHaveApplied: Bool { [2, 4, 12, 13, 14, 15].contains(code) || code >= 500 }
+
+    var description: String { "etcd error \(code): \(message)" }
+}
