@@ -11,6 +11,7 @@
 //                         local clusters; Sources/strata-etcd is its tool (not built by `make run`)
 //   Sources/StrataKeyCodec the order-preserving codec for typed index keys (a leaf)
 //   Sources/CCRC32C       CRC-32C (hardware where the CPU has it), the record checksum
+//   Sources/CThreadSanitizerHooks tells ThreadSanitizer of the locks it cannot see (StrataEngine's Locked)
 //   Sources/StrataSchemaHash the hash of derived schema versions (the record layer and the macro plugin)
 //   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter);
 //                         RecordFormat.md is the on-disk format
@@ -75,8 +76,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
 
-        // Engine core: protocol, ranges, errors, options. No C, no engine.
-        .target(name: "StrataEngine"),
+        // Engine core: protocol, ranges, errors, options. No engine; its one C target tells
+        // ThreadSanitizer of the package's locks (see Locked.swift).
+        .target(name: "StrataEngine", dependencies: ["CThreadSanitizerHooks"]),
+        .target(name: "CThreadSanitizerHooks"),
 
         // Engine adapters.
         .target(name: "StrataLMDB", dependencies: ["StrataEngine", "CLMDB"]),

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import StrataConformance
 import StrataEngine
 import StrataKeyCodec
@@ -125,8 +124,8 @@ enum AggregateCases {
                 try store.withReadTransaction { tx in try T.perVenue.total(in: tx) }
             }
             final class Writes: Sendable {
-                let state: Mutex<(model: [Int: T], random: SeededRandom, failure: String?)>
-                init(_ model: [Int: T], _ random: SeededRandom) { state = Mutex((model, random, nil)) }
+                let state: Locked<(model: [Int: T], random: SeededRandom, failure: String?)>
+                init(_ model: [Int: T], _ random: SeededRandom) { state = Locked((model, random, nil)) }
             }
             let writes = Writes(tickets, random)
             let report = try store.prepare(T.self, batchSize: 10) { _ in

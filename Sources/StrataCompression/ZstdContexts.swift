@@ -1,5 +1,5 @@
 import CZstd
-import Synchronization
+import StrataEngine
 
 /// One zstd compression or decompression context, freed with its owner. A context is reused
 /// for many values (making one allocates hundreds of kilobytes) but never by two threads at once:
@@ -25,7 +25,7 @@ final class ZstdContext: @unchecked Sendable {
 /// A pool of contexts of one kind: ``withContext(_:)`` lends one, made when none is free.
 final class ZstdContexts: Sendable {
     private let compressing: Bool
-    private let free = Mutex<[ZstdContext]>([])
+    private let free = Locked<[ZstdContext]>([])
 
     init(compressing: Bool) { self.compressing = compressing }
 

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Synchronization
+import StrataEngine
 
 /// Random 96-bit nonces, drawn from the kernel's generator 4 KiB at a time: one read per 341
 /// nonces instead of one per value written (perf: the call was 2 µs of an encrypted
@@ -12,9 +12,9 @@ enum NonceSource {
         var bytes: [UInt8] = []
         var next = 0
     }
-    private static let buffer: Mutex<Buffer> = {
+    private static let buffer: Locked<Buffer> = {
         pthread_atfork(nil, nil) { NonceSource.forget() }
-        return Mutex(Buffer())
+        return Locked(Buffer())
     }()
 
     /// A new random nonce.

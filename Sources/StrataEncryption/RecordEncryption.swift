@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
+import StrataEngine
 import StrataRecords
-import Synchronization
 
 /// Encryption of every record value at rest: AES-256-GCM (swift-crypto), a `ValueTransform` of
 /// the record layer, so it works the same on every engine.
@@ -118,7 +118,7 @@ public struct RecordEncryption: ValueTransform {
 final class KeyRing: Sendable {
     let provider: any KeyProvider
     let salt: [UInt8]
-    private let derived = Mutex<[UInt32: SymmetricKey]>([:])
+    private let derived = Locked<[UInt32: SymmetricKey]>([:])
 
     init(_ provider: any KeyProvider, salt: [UInt8]) {
         self.provider = provider

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// Threads for transactions started from async code. A transaction body is synchronous and
 /// may wait (for the writer slot, for another process's lock, for fsync), so it runs on a thread
@@ -71,7 +70,7 @@ private func onTransactionThread<Body, R: Sendable>(
 
 /// Whether a queued transaction may still start: cancellation wins only before the start.
 private final class StartGate: Sendable {
-    private let state = Mutex((started: false, cancelled: false))
+    private let state = Locked((started: false, cancelled: false))
 
     /// Marks the transaction started; false when it was cancelled first.
     func start() -> Bool {

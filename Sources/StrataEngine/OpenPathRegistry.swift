@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The stores open in this process, by canonical path.
 ///
@@ -8,7 +7,7 @@ import Synchronization
 /// (closing either copy drops the other's locks) and LevelDB refuses it, so Strata refuses it
 /// uniformly rather than let engines differ.
 enum OpenPathRegistry {
-    private static let paths = Mutex<Set<String>>([])
+    private static let paths = Locked<Set<String>>([])
 
     /// Claims `path` (resolved through symbolic links), or throws when it is already open here.
     /// Returns the canonical path to pass to ``release(_:)``.

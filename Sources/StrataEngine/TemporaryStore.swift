@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -81,7 +80,7 @@ final class TemporaryDirectoryLease: Sendable {
     let directory: String
     private let lockPath: String
     /// The locked descriptor; -1 once removed.
-    private let lock: Mutex<Int32>
+    private let lock: Locked<Int32>
     var storePath: String { (directory as NSString).appendingPathComponent("store") }
 
     init() throws {
@@ -112,7 +111,7 @@ final class TemporaryDirectoryLease: Sendable {
             unlink(lockPath)
             throw EngineError.permissionDenied(path: directory, detail: "creating a temporary store: \(detail)")
         }
-        lock = Mutex(fd)
+        lock = Locked(fd)
     }
 
     deinit { remove() }

@@ -1,12 +1,11 @@
 import Foundation
-import Synchronization
 import StrataEngine
 
 /// A store's storage primitives on an etcd cluster: snapshots are etcd revisions, a write
 /// transaction holds the store's writer lock (a key on this instance's lease) and commits in one
 /// etcd transaction that checks it still holds the lock.
 ///
-/// `@unchecked Sendable`: `sequence` is used only by the engine core's one writer; the rest is immutable or a `Mutex`.
+/// `@unchecked Sendable`: `sequence` is used only by the engine core's one writer; the rest is immutable or `Locked`.
 final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     let client: EtcdClient
     let layout: EtcdLayout
@@ -16,13 +15,13 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     let faults: EtcdFaults
     let compaction: EtcdCompaction
     /// The revision the engine last compacted the history at (0: not yet).
-    private let compactedAt = Mutex<Int64>(0)
+    private let compactedAt = Locked<Int64>(0)
     /// Identifies this engine instance in lock tokens and its commit key.
     let instance = UUID().uuidString
     private let lease: LeaseKeeper
     private var sequence = 0
     /// The token of a lock whose release is owed (until it succeeds).
-    private let unreleased = Mutex<String?>(nil)
+    private let unreleased = Locked<String?>(nil)
 
     init(client: EtcdClient, prefix: String, mode: OpenMode, leaseTTL: Int, compaction: EtcdCompaction, faults: EtcdFaults) throws {
         self.compaction = compaction

@@ -129,9 +129,17 @@ final class LMDBFileBounds: Sendable {
 
     /// The start of this process's mapping of `file` at offset 0, from `/proc/self/maps`
     /// ("start-end perms offset dev inode path"), matched by inode.
-    private static func mapAddress(of file: String) -> UInt? {
+    ///
+    /// Read to its end: `String(contentsOfFile:)` stops after the first read of a file whose size
+    /// is 0, as `/proc` files' is, and so saw only the first 4 KiB of the list (about 40
+    /// mappings): in a process with more (a ThreadSanitizer build has hundreds), the map was not
+    /// found and a short file was refused.
+    static func mapAddress(of file: String) -> UInt? {
         var info = stat()
-        guard stat(file, &info) == 0, let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+        guard stat(file, &info) == 0, let handle = FileHandle(forReadingAtPath: "/proc/self/maps") else { return nil }
+        defer { try? handle.close() }
+        guard let bytes = try? handle.readToEnd() else { return nil }
+        let maps = String(decoding: bytes, as: UTF8.self)
         for line in maps.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count >= 6, line.hasSuffix("/data.mdb"), UInt64(fields[4]) == UInt64(info.st_ino), UInt64(fields[2], radix: 16) == 0,

@@ -1,4 +1,3 @@
-import Synchronization
 import Foundation
 import StrataEngine
 
@@ -27,7 +26,7 @@ public final class MemoryEngine: CoreBackedEngine, Sendable {
 
 /// The committed pairs, and transactions over copies of them.
 final class MemoryStorage: KeyValueStorage, Sendable {
-    private let committed = Mutex(SortedPairs())
+    private let committed = Locked(SortedPairs())
 
     func beginRead() throws -> any StorageReadTransaction {
         MemoryTransaction(committed.withLock { $0 }, storage: nil)

@@ -1,4 +1,3 @@
-import Synchronization
 import Foundation
 import StrataEngine
 import StrataKeyCodec
@@ -142,7 +141,7 @@ struct CatalogEntry: Equatable {
         /// (``IndexCatalog/prepare(_:keyspacePrefix:in:writer:remembered:envelope:)``).
         var prepared: [ObjectIdentifier: PreparedIndexes] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     typealias PreparedIndexes = (catalog: (range: KeyRange, prefixLength: Int), stored: [UInt8], indexes: [ActiveIndex])
 
     /// `R`'s indexes as last remembered; valid for exactly the catalog bytes they hold.

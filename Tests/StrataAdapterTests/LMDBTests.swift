@@ -288,6 +288,29 @@ struct LMDBFileTests {
         return (load(newest + 136), pageSize)
     }
 
+    /// Found by the ThreadSanitizer run: `String(contentsOfFile:)` read only the first 4 KiB of
+    /// `/proc/self/maps`, so in a process with many mappings the map of a short file was not found
+    /// and the store was refused ("its map cannot be located").
+    @Test("the map of data.mdb is found however many mappings the process has")
+    func mapFoundAmongManyMappings() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let file = dir.path + "/data.mdb"
+        try Data(repeating: 7, count: 8192).write(to: URL(fileURLWithPath: file))
+        // 400 one-page mappings, readable and not in turn so that none merge: over 20 KiB of lines.
+        let page = Int(getpagesize())
+        let region = try #require(mmap(nil, 800 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
+        defer { munmap(region, 800 * page) }
+        for i in stride(from: 0, to: 800, by: 2) { mprotect(region + i * page, page, PROT_READ) }
+        let fd = open(file, O_RDONLY)
+        defer { close(fd) }
+        let mapped = try #require(mmap(nil, 8192, PROT_READ, MAP_SHARED, fd, 0))
+        defer { munmap(mapped, 8192) }
+        let maps = try #require(try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd())
+        #expect(maps.count > 16_384, "the scenario: a list of mappings longer than a few reads")
+        #expect(LMDBFileBounds.mapAddress(of: file) == UInt(bitPattern: mapped))
+    }
+
     @Test("a healthy file shorter than its last page number reopens (pages freed in their own transaction are never written)")
     func shorterThanLastPage() throws {
         let dir = TemporaryDirectory()

@@ -2,7 +2,6 @@ import Foundation
 import StrataConformance
 import StrataEngine
 import StrataLevelDB
-import Synchronization
 import Testing
 
 @Suite("Several processes")
@@ -71,9 +70,9 @@ struct MultiProcessTests {
         let store = try engine.open(dir.path, EngineOptions(durability: .relaxed))
         try store.write { tx in try tx.put(Array("first".utf8), forKey: Array("c".utf8)) }
         final class Progress: Sendable {
-            let done = Mutex(0)
-            let failure = Mutex<(any Error)?>(nil)
-            let stop = Mutex(false)
+            let done = Locked(0)
+            let failure = Locked<(any Error)?>(nil)
+            let stop = Locked(false)
         }
         let progress = Progress()
         let loop = Thread {

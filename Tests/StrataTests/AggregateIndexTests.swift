@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import StrataBundledEngines
 import StrataEngine
 import StrataKeyCodec
@@ -270,11 +269,11 @@ struct AggregateIndexTests {
         let store = try Store(engine: engine)
         #expect(throws: RecordError.self) { try store.withReadTransaction { ctx in try Sale.perRegion.total(in: ctx) } }
         final class Shared: Sendable {
-            let model: Mutex<[Int: Sale]>
-            let random: Mutex<SeededGenerator>
+            let model: Locked<[Int: Sale]>
+            let random: Locked<SeededGenerator>
             init(_ model: [Int: Sale], _ random: SeededGenerator) {
-                self.model = Mutex(model)
-                self.random = Mutex(random)
+                self.model = Locked(model)
+                self.random = Locked(random)
             }
         }
         let shared = Shared(model, random)
@@ -340,7 +339,7 @@ struct AggregateIndexTests {
         try Store(engine: engine).withTransaction { ctx in for sale in sales { try ctx.insert(UnindexedSale(sale)) } }
         // Two batches of the build, then cancelled: a position is stored under generation 1.
         let store = try Store(engine: engine)
-        final class Batches: Sendable { let count = Mutex(0) }
+        final class Batches: Sendable { let count = Locked(0) }
         let batches = Batches()
         let job = store.prepare(Sale.self, batchSize: 10) { _ in batches.count.withLock { $0 += 1 } }
         job.cancel()

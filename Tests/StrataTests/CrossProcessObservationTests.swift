@@ -4,7 +4,6 @@ import StrataConformance
 import StrataEngine
 import StrataKeyCodec
 @testable import StrataRecords
-import Synchronization
 import Testing
 
 /// The record `strata feed-crash-writer` writes (the same declaration): key `id`, a value.
@@ -31,7 +30,7 @@ let strataExecutable: String = {
 private final class WriterChild: Sendable {
     let process: Process
     private let pipe = Pipe()
-    private final class Count: Sendable { let value = Mutex(0) }
+    private final class Count: Sendable { let value = Locked(0) }
     private let acks = Count()
     private let reader: PipeReader
 
@@ -79,7 +78,7 @@ struct CrossProcessObservationTests {
         // this process writes (60...62), and every note.
         let ids = Array(0...45) + [60, 61, 62]
         let queries = ids.map { Query<WrittenNote>(RecordQuery.all.equal($0)) } + [Query<WrittenNote>()]
-        final class Lasts: Sendable { let records: Mutex<[[WrittenNote]]>; init(_ n: Int) { records = Mutex(Array(repeating: [], count: n)) } }
+        final class Lasts: Sendable { let records: Locked<[[WrittenNote]]>; init(_ n: Int) { records = Locked(Array(repeating: [], count: n)) } }
         let lasts = Lasts(queries.count)
         var lives: [LiveQuery<WrittenNote>] = []
         var tasks: [Task<Void, any Error>] = []
@@ -144,7 +143,7 @@ struct CrossProcessObservationTests {
         // Once armed, the first write transaction that writes nothing fails to commit: the
         // follower's (it only takes a ticket and reads), as a commit that fails after the body
         // (LMDB growing its map while other processes write, a disk full).
-        final class Failures: Sendable { let left = Mutex(0) }
+        final class Failures: Sendable { let left = Locked(0) }
         let failures = Failures()
         let engine = DroppingEngine(try EngineKind.lmdb.open(dir.path), failsCommit: { wrote in
             wrote ? false : failures.left.withLock { left in

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import StrataBundledEngines
 import StrataEngine
 import StrataKeyCodec
@@ -248,7 +247,7 @@ struct PartialWriteTests {
     @Test("an indexed insert or delete that fails after it began writing, caught by the body, rolls the whole transaction back with its error",
           arguments: TestEngines.all)
     func rolledBack(kind: EngineKind) throws {
-        let armed = Mutex<DroppingEngine.Operation?>(nil)
+        let armed = Locked<DroppingEngine.Operation?>(nil)
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let engine = DroppingEngine(try kind.open(dir.path), fails: { operation, key in

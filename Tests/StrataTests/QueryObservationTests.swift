@@ -3,7 +3,6 @@ import StrataBundledEngines
 import StrataEngine
 import StrataKeyCodec
 @testable import StrataRecords
-import Synchronization
 import Observation
 import Testing
 
@@ -44,8 +43,8 @@ final class SnapshotCollector: Sendable {
         var delivered: [Int]
         var problems: [String] = []
     }
-    let state: Mutex<State>
-    init(_ count: Int) { state = Mutex(State(last: Array(repeating: nil, count: count), delivered: Array(repeating: 0, count: count))) }
+    let state: Locked<State>
+    init(_ count: Int) { state = Locked(State(last: Array(repeating: nil, count: count), delivered: Array(repeating: 0, count: count))) }
 
     /// Checks `snapshot` against the observer's previous one: a higher version, and changes that
     /// say how the keys moved.
@@ -323,7 +322,7 @@ struct QueryObservationTests {
         while model.version == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(model.records.map(\.id) == [1])
         #expect(model.changes == nil)
-        final class Told: Sendable { let flag = Mutex(false) }
+        final class Told: Sendable { let flag = Locked(false) }
         let told = Told()
         withObservationTracking { _ = model.records } onChange: { told.flag.withLock { $0 = true } }
         try store.insert(Gauge(group: 2, id: 1, zone: 1, level: 1))   // another group: nothing changes

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import StrataEngine
 #if canImport(Glibc)
 import Glibc
@@ -34,7 +33,7 @@ final class FeedFollower: Sendable {
         var failures = 0
         var lastFailure: (any Error)?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Whether following is possible at all on `engine`: only another process can write what
     /// this process did not.

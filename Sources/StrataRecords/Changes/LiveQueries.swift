@@ -1,4 +1,3 @@
-import Synchronization
 import StrataEngine
 import StrataKeyCodec
 
@@ -55,7 +54,7 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
         var waiting = 0
         var recordQueries = 0
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     /// Adds `query`, which holds every change until ``start(_:floor:holding:)``.
     func add(_ query: LiveQuery<R>) {

@@ -1,4 +1,3 @@
-import Synchronization
 import StrataEngine
 import StrataKeyCodec
 
@@ -28,7 +27,7 @@ final class LiveQuery<R: Record & Sendable>: Sendable {
         /// reader throws it.
         var failure: (any Error)?
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     init(_ query: Query<R>) { access = QueryAccess(query) }
 

@@ -1,5 +1,5 @@
-import Synchronization
 import Foundation
+import StrataEngine
 
 /// One record change a committed transaction made: the record's type (its keyspace), its key and
 /// whether it was inserted, replaced or deleted.
@@ -111,10 +111,11 @@ final class ObserverRegistry: Sendable {
         /// that began with only observed queries does not: its changes go to them alone).
         var finished: [UInt64: (changes: [RecordChange], kinds: Bool)] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Held while delivering, so deliveries never overlap (and so keep their order); a writer
     /// that finds it taken leaves its ticket to the deliverer.
-    private let delivering = Mutex(())
+    /// (It holds how many deliveries ran: a value of its own identifies it to ThreadSanitizer.)
+    private let delivering = Locked(0)
 
     /// Whether a write transaction beginning now must record its changes.
     @usableFromInline var isObserved: Bool { state.withLock { !$0.observers.isEmpty || $0.liveQueries > 0 } }
@@ -198,7 +199,10 @@ final class ObserverRegistry: Sendable {
     /// for itself.
     func finish(_ ticket: UInt64, _ changes: [RecordChange], kinds: Bool = true) {
         state.withLock { $0.finished[ticket] = (changes, kinds) }
-        while delivering.withLockIfAvailable({ _ in deliverReady() }) != nil {
+        while delivering.withLockIfAvailable({ (runs: inout Int) -> Void in
+            runs += 1
+            deliverReady()
+        }) != nil {
             // Delivered and unlocked: a ticket finished meanwhile by a writer that found the lock
             // taken is this thread's to deliver.
             guard state.withLock({ $0.finished[$0.nextDelivery] != nil }) else { return }

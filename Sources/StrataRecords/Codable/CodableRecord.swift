@@ -1,6 +1,6 @@
 import Foundation
+import StrataEngine
 import StrataKeyCodec
-import Synchronization
 
 /// A plain `Codable` type stored as a record, keyed by its `id`: no macro and no members to
 /// write.
@@ -225,7 +225,7 @@ extension CodableRecord {
 /// Each ``CodableRecord`` type's ``RecordType``, built on first use: a protocol extension cannot
 /// keep a stored property per type.
 enum CodableRecordTypes {
-    private static let built = Mutex<[ObjectIdentifier: RecordType]>([:])
+    private static let built = Locked<[ObjectIdentifier: RecordType]>([:])
 
     static func recordType<R: CodableRecord>(of _: R.Type) -> RecordType {
         let id = ObjectIdentifier(R.self)

@@ -5,7 +5,6 @@ import StrataBundledEngines
 import StrataEngine
 import StrataKeyCodec
 import StrataRecords
-import Synchronization
 
 /// A row of the observation benchmark: keyed by (group, id), a level and a 64-byte payload.
 struct ObservedRow: Record, Sendable {
@@ -146,7 +145,7 @@ struct ObserveBench: ParsableCommand {
 
     /// The snapshots an observing task received (version, arrival time, records), each signalled.
     final class Arrivals: Sendable {
-        let list = Mutex<[(version: UInt64, at: UInt64, records: Int)]>([])
+        let list = Locked<[(version: UInt64, at: UInt64, records: Int)]>([])
         let signal = DispatchSemaphore(value: 0)
     }
 
@@ -168,7 +167,7 @@ struct ObserveBench: ParsableCommand {
     /// snapshot here (one clock: the system's monotonic one).
     static func crossProcess(_ store: Store, engine: String, path: String, range: Int, commits: Int, round: Int) throws -> IndexBench.Latencies {
         final class Arrived: Sendable {
-            let at = Mutex<[Int: UInt64]>([:])
+            let at = Locked<[Int: UInt64]>([:])
             let first = DispatchSemaphore(value: 0)
         }
         let arrived = Arrived()

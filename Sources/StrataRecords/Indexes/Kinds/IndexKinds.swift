@@ -1,4 +1,4 @@
-import Synchronization
+import StrataEngine
 
 /// The registry of index kinds, by the name stored in each index's definition: how each kind's
 /// entries are computed from a record decoded through the catalog, without its Swift type, for
@@ -20,7 +20,7 @@ public enum IndexKinds {
     /// index is then reported as not checked.
     public typealias CatalogReading = @Sendable (StoredValue) -> StoredValue?
 
-    private static let registered = Mutex<[String: CatalogReading]>([:])
+    private static let registered = Locked<[String: CatalogReading]>([:])
 
     /// Registers (or replaces) how kind `kind`'s entries are read without the record's Swift type.
     public static func register(_ kind: String, reading: @escaping CatalogReading) {
