@@ -6,12 +6,9 @@ import Synchronization
 /// On Linux, `Mutex` waits on a futex through atomics compiled into the standard library, which
 /// ThreadSanitizer does not instrument, so it reports every value a `Mutex` guards as raced
 /// (`make sanitize-thread` did, first in `ObserverRegistry`). Each `withLock` tells it of the lock
-/// taken and released (`__tsan_acquire`/`__tsan_release` on the value's address), two calls that do
-/// nothing outside a ThreadSanitizer build. Every lock of the package is a `Locked`, or a lock
-/// ThreadSanitizer sees by itself (`NSLock`, `NSCondition`, pthread's).
-///
-/// The value's address identifies the lock to ThreadSanitizer: an empty value (`()`) has no
-/// address of its own, so give every lock a value.
+/// taken and released (`__tsan_acquire`/`__tsan_release` on the mutex's address), two calls to
+/// empty functions outside a ThreadSanitizer build. Every lock of the package is a `Locked`, or a
+/// lock ThreadSanitizer sees by itself (`NSLock`, `NSCondition`, pthread's).
 package struct Locked<Value: ~Copyable>: ~Copyable {
     @usableFromInline let mutex: Mutex<Value>
 
@@ -20,13 +17,22 @@ package struct Locked<Value: ~Copyable>: ~Copyable {
         mutex = Mutex(initialValue)
     }
 
+    /// The mutex's address, which identifies the lock to ThreadSanitizer. Taken from a borrow of
+    /// the mutex (a read): taking the value's address inside the lock was itself a modifying
+    /// access before the acquire, which ThreadSanitizer reported. `Mutex` is address-only and not
+    /// copyable, so the borrow is the mutex where it lies.
+    @inlinable
+    package var lockAddress: UnsafeMutableRawPointer {
+        withUnsafePointer(to: mutex) { UnsafeMutableRawPointer(mutating: $0) }
+    }
+
     /// Runs `body` with the value, the lock held (`Mutex.withLock`).
     @inlinable
     package borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
-        try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
-            let address = withUnsafeMutablePointer(to: &value) { UnsafeMutableRawPointer($0) }
+        let address = lockAddress
+        return try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
             strata_tsan_acquire(address)
             defer { strata_tsan_release(address) }
             return try body(&value)
@@ -39,8 +45,8 @@ package struct Locked<Value: ~Copyable>: ~Copyable {
     package borrowing func withLockIfAvailable<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result? {
-        try mutex.withLockIfAvailable { (value: inout sending Value) throws(E) -> sending Result in
-            let address = withUnsafeMutablePointer(to: &value) { UnsafeMutableRawPointer($0) }
+        let address = lockAddress
+        return try mutex.withLockIfAvailable { (value: inout sending Value) throws(E) -> sending Result in
             strata_tsan_acquire(address)
             defer { strata_tsan_release(address) }
             return try body(&value)

@@ -107,14 +107,16 @@ extension LMDBFileCheck {
     private static let headerSize = 16
 
     /// Reads every branch page of a tree of `depth` levels and checks that each page it points to
-    /// lies inside the file. Leaves (the last level) are bound-checked, not read: large values'
-    /// overflow pages are not checked, which keeps the cost at about one page in a hundred.
+    /// lies inside the file. Leaves (the last level) are bound-checked, and only one is read:
+    /// large values' overflow pages are not checked, which keeps the cost at about one page in a
+    /// hundred.
     ///
     /// LMDB descends by the pages' flags, not by the meta's depth: a depth that is too small
     /// would leave branch pages unread here that LMDB follows (SIGBUS past a cut file; found by
-    /// the `files` fuzz target). Every leaf of an LMDB tree is at the same depth, so reading one
-    /// leaf, and every page above the leaves, proves the depth: a leaf above it or a branch at it
-    /// is refused.
+    /// the `files` fuzz target). Every leaf of a well-formed LMDB tree is at the same depth, so
+    /// reading one leaf, and every page above the leaves, checks the depth: a leaf above it or a
+    /// branch at it is refused. (A damaged root pointing at an old page whose subtree was partly
+    /// reused could still pass: only reading every leaf would tell.)
     fileprivate static func walkBranches(from root: UInt64, depth: Int, pages: UInt64, pageSize: UInt64,
                                          handle: FileHandle, storePath: String) throws(EngineError) {
         guard depth >= 1 else {

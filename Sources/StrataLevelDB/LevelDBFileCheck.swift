@@ -5,8 +5,9 @@ import StrataEngine
 /// report an error, and reports a foreign comparator as a plain error, so both checks run first.
 ///
 /// - No file may be named as LevelDB's log number 0 (`000000.log`, `0.log`, …; else `corrupt`):
-///   recovery replays every log numbered at or above the manifest's, and making the name of log 0
-///   fails an assertion that stops the process (found by the `files` fuzz target).
+///   recovery replays the logs numbered at or above the manifest's log number, or equal to its
+///   previous log number (usually 0), and making the name of log 0 fails an assertion that stops
+///   the process (found by the `files` fuzz target). LevelDB numbers its files from 1.
 /// - `CURRENT` must name a manifest that exists and is not empty (else `corrupt`).
 /// - The manifest's first record must name LevelDB's bytewise comparator (else `notAStore`): it is
 ///   a log record (a 7-byte header: checksum, length, type) holding a VersionEdit that begins

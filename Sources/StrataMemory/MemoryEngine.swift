@@ -46,21 +46,28 @@ struct SortedPairs {
     var keys: [[UInt8]] = []
     var values: [[UInt8]] = []
 
-    /// The index of the first key at or above `key` (`inclusive`) or above it.
-    func index<K: Collection<UInt8>>(of key: K, inclusive: Bool = true) -> Int {
+    /// The index of the first key at or above `key` (`inclusive`) or above it. Keys compare by
+    /// memcmp over their buffers: the generic `Bytewise.compare` walked two iterators byte by
+    /// byte, unspecialized across the module boundary.
+    func index(of key: UnsafeRawBufferPointer, inclusive: Bool = true) -> Int {
         var low = 0, high = keys.count
         while low < high {
             let mid = (low + high) / 2
-            let c = Bytewise.compare(keys[mid], key)
+            let c = keys[mid].withUnsafeBytes { Bytewise.compare($0, key) }
             if c < 0 || (c == 0 && !inclusive) { low = mid + 1 } else { high = mid }
         }
         return low
     }
 
+    /// Whether the key at `i` is `key`.
+    func holds(_ key: UnsafeRawBufferPointer, at i: Int) -> Bool {
+        i < keys.count && keys[i].withUnsafeBytes { Bytewise.compare($0, key) } == 0
+    }
+
     /// The indices a resolved range covers.
     func indices(_ range: ResolvedRange) -> Range<Int> {
-        let start = range.lower.map { index(of: $0.key, inclusive: $0.inclusive) } ?? 0
-        let end = range.upper.map { index(of: $0.key, inclusive: !$0.inclusive) } ?? keys.count
+        let start = range.lower.map { bound in bound.key.withUnsafeBytes { index(of: $0, inclusive: bound.inclusive) } } ?? 0
+        let end = range.upper.map { bound in bound.key.withUnsafeBytes { index(of: $0, inclusive: !bound.inclusive) } } ?? keys.count
         return start..<max(start, end)
     }
 }
@@ -78,7 +85,7 @@ final class MemoryTransaction: StorageWriteTransaction {
 
     func get<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         let i = data.index(of: key)
-        guard i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 else { return try body(nil) }
+        guard data.holds(key, at: i) else { return try body(nil) }
         return try data.values[i].withUnsafeBytes { try body($0) }
     }
 
@@ -102,7 +109,7 @@ final class MemoryTransaction: StorageWriteTransaction {
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
         let i = data.index(of: key)
-        if i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 {
+        if data.holds(key, at: i) {
             data.values[i] = Array(value)
         } else {
             data.keys.insert(Array(key), at: i)
@@ -112,7 +119,7 @@ final class MemoryTransaction: StorageWriteTransaction {
 
     func delete(_ key: UnsafeRawBufferPointer) throws {
         let i = data.index(of: key)
-        if i < data.keys.count, Bytewise.compare(data.keys[i], key) == 0 {
+        if data.holds(key, at: i) {
             data.keys.remove(at: i)
             data.values.remove(at: i)
         }

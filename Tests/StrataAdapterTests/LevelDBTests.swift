@@ -120,8 +120,9 @@ struct LevelDBTornLogTests {
         try again.close()
     }
 
-    /// Found by the `files` fuzz target: recovery replays every log numbered at or above the
-    /// manifest's, and making the name of log 0 fails an assertion in libleveldb (abort).
+    /// Found by the `files` fuzz target: recovery replays the log whose number equals the
+    /// manifest's previous log number (usually 0), and making the name of log 0 fails an assertion
+    /// in libleveldb (abort).
     @Test("a log file named as number 0 is refused as corrupt, not LevelDB's abort, in every open mode", arguments: ["000000.log", "0.log"])
     func logNumberZero(name: String) throws {
         let dir = TemporaryDirectory()

@@ -4,8 +4,7 @@
 // Tells ThreadSanitizer of a lock it cannot see. On Linux, Swift's `Mutex` (Synchronization)
 // waits on a futex through atomics compiled into the standard library, which ThreadSanitizer
 // does not instrument: without these calls, every value a `Mutex` guards is reported as raced.
-// Outside a ThreadSanitizer build the calls do nothing (ThreadSanitizer's functions are weak
-// symbols, absent).
+// Outside a ThreadSanitizer build the calls do nothing.
 
 /// After taking the lock at `address`: what the last holder did before releasing it happened before.
 void strata_tsan_acquire(void *address);

@@ -35,6 +35,8 @@ struct EtcdServerError: Error, CustomStringConvertible {
     let code: Int
     let message: String
     let kind: Kind
+    /// The HTTP status the answer came with, when the transport is HTTP (the gateway).
+    let httpStatus: Int?
 
     /// The errors the engine handles. etcd tells most of them apart by their message only (its
     /// own Go client matches the same texts, `rpctypes`): this is the one place that reads them.
@@ -59,9 +61,10 @@ struct EtcdServerError: Error, CustomStringConvertible {
         case other
     }
 
-    init(code: Int, message: String) {
+    init(code: Int, message: String, httpStatus: Int? = nil) {
         self.code = code
         self.message = message
+        self.httpStatus = httpStatus
         kind = Self.kind(code: code, message: message)
     }
 
@@ -78,10 +81,11 @@ struct EtcdServerError: Error, CustomStringConvertible {
         return .other
     }
 
-    /// Whether a request that met this error may still have applied: every status but the
-    /// definite refusals (gRPC `Unknown`, `DeadlineExceeded`, `Unimplemented`, `Internal`,
-    /// `Unavailable`, `DataLoss`, and an HTTP 5xx from something in between).
-    var mayHaveApplied: Bool { [2, 4, 12, 13, 14, 15].contains(code) || code >= 500 }
+    /// Whether a request that met this error may still have applied: gRPC `Unknown`,
+    /// `DeadlineExceeded`, `Unimplemented`, `Internal`, `Unavailable`, `DataLoss` (what the gateway
+    /// answers with an HTTP 5xx), and any HTTP 5xx (from something in between, whatever its body
+    /// says); the other statuses are definite refusals.
+    var mayHaveApplied: Bool { [2, 4, 12, 13, 14, 15].contains(code) || (httpStatus ?? 0) >= 500 }
 
     var description: String { "etcd error \(code): \(message)" }
 }

@@ -36,7 +36,8 @@ final class GatewayTransport: EtcdTransport, @unchecked Sendable {
         // proxy) only an HTTP status.
         throw .server(EtcdServerError(
             code: (json["code"] as? Int) ?? status,
-            message: (json["message"] as? String) ?? (json["error"] as? String) ?? String(decoding: answer.prefix(200), as: UTF8.self)))
+            message: (json["message"] as? String) ?? (json["error"] as? String) ?? String(decoding: answer.prefix(200), as: UTF8.self),
+            httpStatus: status))
     }
 
     func forget(_ endpoint: EtcdEndpoint) {
@@ -225,7 +226,7 @@ extension AlarmRequest {
     }
 
     static func gatewayAnswer(_ json: JSON) -> AlarmResponse {
-        AlarmResponse(alarms: json.objects("alarms").map { Alarm(memberID: $0.uint64("memberID"), type: $0["alarm"] as? String ?? "NONE") })
+        AlarmResponse(alarms: json.objects("alarms").map { Alarm(memberID: $0.uint64("memberID"), type: $0["alarm"] as? String ?? "NOSPACE") })
     }
 }
 

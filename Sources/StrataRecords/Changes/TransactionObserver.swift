@@ -114,8 +114,7 @@ final class ObserverRegistry: Sendable {
     private let state = Locked(State())
     /// Held while delivering, so deliveries never overlap (and so keep their order); a writer
     /// that finds it taken leaves its ticket to the deliverer.
-    /// (It holds how many deliveries ran: a value of its own identifies it to ThreadSanitizer.)
-    private let delivering = Locked(0)
+    private let delivering = Locked(())
 
     /// Whether a write transaction beginning now must record its changes.
     @usableFromInline var isObserved: Bool { state.withLock { !$0.observers.isEmpty || $0.liveQueries > 0 } }
@@ -199,10 +198,7 @@ final class ObserverRegistry: Sendable {
     /// for itself.
     func finish(_ ticket: UInt64, _ changes: [RecordChange], kinds: Bool = true) {
         state.withLock { $0.finished[ticket] = (changes, kinds) }
-        while delivering.withLockIfAvailable({ (runs: inout Int) -> Void in
-            runs += 1
-            deliverReady()
-        }) != nil {
+        while delivering.withLockIfAvailable({ _ in deliverReady() }) != nil {
             // Delivered and unlocked: a ticket finished meanwhile by a writer that found the lock
             // taken is this thread's to deliver.
             guard state.withLock({ $0.finished[$0.nextDelivery] != nil }) else { return }
