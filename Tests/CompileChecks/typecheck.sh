@@ -8,5 +8,6 @@ typecheck() {
     -Xcc -fmodule-map-file=Sources/CLevelDB/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CZstd/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CCRC32C/include/module.modulemap 2>&1
+    -Xcc -fmodule-map-file=Sources/CCRC32C/include/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/CThreadSanitizerHooks/include/module.modulemap 2>&1
 }
