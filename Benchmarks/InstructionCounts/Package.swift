@@ -10,6 +10,6 @@ let package = Package(
     dependencies: [.package(name: "strata", path: "../..")],
     targets: [.executableTarget(name: "instruction-counts", dependencies: [
         .product(name: "StrataRecords", package: "strata"), .product(name: "StrataLMDB", package: "strata"),
-        .product(name: "StrataLevelDB", package: "strata"), .product(name: "StrataKeyCodec", package: "strata")])],
+        .product(name: "StrataLevelDB", package: "strata"), .product(name: "StrataMemory", package: "strata"), .product(name: "StrataKeyCodec", package: "strata")])],
     swiftLanguageModes: [.v6]
 )

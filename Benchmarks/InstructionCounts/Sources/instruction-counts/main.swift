@@ -6,6 +6,7 @@ import Foundation
 import StrataKeyCodec
 import StrataLMDB
 import StrataLevelDB
+import StrataMemory
 import StrataRecords
 
 struct Plain: Record {
@@ -54,7 +55,8 @@ let operation = arguments[1]
 let directory = NSTemporaryDirectory() + "instruction-counts-\(getpid())"
 defer { try? FileManager.default.removeItem(atPath: directory) }
 let onLevelDB = operation.hasSuffix("-leveldb")
-let store = try Store(onLevelDB ? .leveldb(path: directory) : .lmdb(path: directory), durability: .relaxed)
+let store = operation.hasSuffix("-memory") ? try Store(.memory)
+    : try Store(onLevelDB ? .leveldb(path: directory) : .lmdb(path: directory), durability: .relaxed)
 let stored = 12_000
 func three(_ i: Int) -> ThreeIndexes { ThreeIndexes(id: i, name: "name \(i)", age: i % 90, tags: ["t\(i % 7)", "t\(i % 11 + 7)"]) }
 
@@ -71,11 +73,11 @@ case "insert-3-indexes-lmdb", "insert-3-indexes-leveldb":
     for start in stride(from: 0, to: count, by: 100) {
         try store.withTransaction { ctx in for i in start..<min(start + 100, count) { try ctx.insert(three(i)) } }
     }
-case "fetch", "scan-row", "view-row":
+case "fetch", "fetch-memory", "scan-row", "view-row":
     try store.withTransaction { ctx in for i in 0..<stored { try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) } }
     try store.withReadTransaction { ctx in
         switch operation {
-        case "fetch":
+        case "fetch", "fetch-memory":
             for i in 0..<count { total += try ctx.fetch(Plain.self, key: EncodedIndexKey(bytes: KeyCodec.encode(i % stored)))!.age }
         case "scan-row":
             total = try ctx.select(Plain.self, limit: count).count
