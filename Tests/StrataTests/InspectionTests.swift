@@ -25,6 +25,25 @@ private func entryKey(_ name: String, _ values: [any KeyComponent], member id: I
 
 @Suite("Store tools: stats, dump, verify and copy, without the Swift types")
 struct InspectionTests {
+    /// Found by the `record` fuzz target (a 15-second run with the smoke's seed): a key's
+    /// negative integer with a magnitude past 2^63 trapped in the untyped decoder (`strata verify`,
+    /// `dump`).
+    @Test("an untyped key component holding a negative integer below Int64.min is an overflow error, not a trap")
+    func negativeIntegerPastInt64() throws {
+        for (magnitude, fits) in [(UInt64(Int64.max) + 1, true), (UInt64(Int64.max) + 2, false), (UInt64.max, false)] {
+            var writer = KeyWriter()
+            writer.writeInteger(negative: true, magnitude: magnitude)
+            if fits {
+                #expect(try StoredValue.keyComponents(writer.bytes) == [.int(.min)])
+            } else {
+                #expect { try StoredValue.keyComponents(writer.bytes) } throws: { error in
+                    if let error = error as? KeyDecodingError, case .overflow = error.reason { return true }
+                    return false
+                }
+            }
+        }
+    }
+
     @Test("verify finds a healthy store clean, every index checked", arguments: TestEngines.all)
     func healthy(kind: EngineKind) throws {
         let dir = TemporaryDirectory()

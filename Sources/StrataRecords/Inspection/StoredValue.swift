@@ -54,9 +54,12 @@ public indirect enum StoredValue: Sendable, Hashable {
         case TypeCode.bytes: return .bytes(try reader.read([UInt8].self))
         case TypeCode.string: return .string(try reader.read(String.self))
         case (TypeCode.integerZero - 8)...(TypeCode.integerZero + 8):
+            let start = reader.offset
             let (negative, magnitude) = try reader.readInteger()
             if !negative { return magnitude <= UInt64(Int64.max) ? .int(Int64(magnitude)) : .uint(magnitude) }
-            // -Int64.min's magnitude is 2^63: the one negative magnitude past Int64.max.
+            // -Int64.min's magnitude is 2^63: the one negative magnitude past Int64.max. A larger
+            // one is no integer of Swift's (a damaged key: it trapped, found by the `record` fuzz target).
+            guard magnitude <= UInt64(Int64.max) + 1 else { throw KeyDecodingError(offset: start, reason: .overflow("Int64")) }
             return .int(magnitude == UInt64(Int64.max) + 1 ? .min : -Int64(magnitude))
         case TypeCode.float: return .float(try reader.read(Float.self))
         case TypeCode.double: return .double(try reader.read(Double.self))
