@@ -5,7 +5,8 @@
 SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev libzstd-dev lmdb-utils sqlite3
 # The tests also run the etcd engine on local clusters they start (and stop by PID).
 PACKAGES = $(SYSTEM_PACKAGES)
-test test-long conformance bench-etcd sanitize sanitize-thread: PACKAGES = $(SYSTEM_PACKAGES) etcd-server
+# Their clusters speak TLS with certificates made by openssl; a test captures their traffic with tcpdump.
+test test-long conformance bench-etcd sanitize sanitize-thread: PACKAGES = $(SYSTEM_PACKAGES) etcd-server openssl tcpdump
 # The documentation check reads the symbol graphs with Python.
 docs: PACKAGES = $(SYSTEM_PACKAGES) python3
 instructions: PACKAGES = $(SYSTEM_PACKAGES) valgrind bc

@@ -7,7 +7,7 @@
 //                         over the storage primitives adapters supply (KeyValueStorage)
 //   Sources/Strata<X>     one adapter per engine (LMDB, LevelDB, SQLite, Memory): primitives only,
 //                         depending on the core and their C library
-//   Sources/StrataEtcd    the etcd engine (a cluster over its JSON gateway); StrataEtcdCluster starts
+//   Sources/StrataEtcd    the etcd engine (a cluster over its gRPC API); StrataEtcdCluster starts
 //                         local clusters; Sources/strata-etcd is its tool (not built by `make run`)
 //   Sources/StrataKeyCodec the order-preserving codec for typed index keys (a leaf)
 //   Sources/CCRC32C       CRC-32C (hardware where the CPU has it), the record checksum
@@ -68,6 +68,14 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // AES-GCM, HKDF and HMAC for StrataEncryption (3.x or 4.x, whichever an app resolves).
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
+        // The etcd engine's client: gRPC over HTTP/2 on NIO, etcd's messages in protobuf (the code
+        // generated from Sources/StrataEtcd/Protocol/Wire/etcd.proto is committed).
+        .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.0"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.0"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
     ],
     targets: [
         // C libraries, through the system's packages.
@@ -86,9 +94,22 @@ let package = Package(
         .target(name: "StrataLevelDB", dependencies: ["StrataEngine", "CLevelDB", "CCRC32C"]),
         .target(name: "StrataSQLite", dependencies: ["StrataEngine", "CSQLite"]),
         .target(name: "StrataMemory", dependencies: ["StrataEngine"]),
-        // etcd through its JSON gateway over plain HTTP/1.1 (no HTTP library), and a launcher of
-        // local clusters for tests and benchmarks.
-        .target(name: "StrataEtcd", dependencies: ["StrataEngine"]),
+        // etcd through its gRPC API (grpc-swift), and a launcher of local clusters for tests and
+        // benchmarks.
+        .target(
+            name: "StrataEtcd",
+            dependencies: [
+                "StrataEngine",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            exclude: ["Protocol/Wire/etcd.proto", "Protocol/Wire/generate.sh"]
+        ),
         .target(name: "StrataEtcdCluster"),
 
         // The order-preserving key codec: a leaf (its key ranges live in the record layer).

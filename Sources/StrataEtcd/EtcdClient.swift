@@ -16,6 +16,9 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     case snapshotCompacted(revision: Int64)
     /// The user name or password was refused.
     case authenticationFailed(user: String, detail: String)
+    /// No member could be reached over TLS: the handshake with each failed (`problem` says why
+    /// for the last one tried). Nothing was sent. See ``EtcdTLS``.
+    case tls(endpoint: String, problem: EtcdTLS.Problem, detail: String)
 
     public var description: String {
         switch self {
@@ -27,11 +30,13 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
             return "etcd snapshot at revision \(revision) was compacted while the transaction ran; run it again"
         case let .authenticationFailed(user, detail):
             return "etcd authentication failed for user \(user): \(detail)"
+        case let .tls(endpoint, problem, detail):
+            return "etcd TLS failed with \(endpoint): \(problem) (\(detail))"
         }
     }
 }
 
-/// Talks to a cluster through a transport (``EtcdTransport``; today the members' JSON gateways):
+/// Talks to a cluster through a transport (``EtcdTransport``: gRPC to the members' client ports):
 /// failover across the endpoints, a deadline on every call, and authentication.
 ///
 /// `@unchecked Sendable`: `preferred` and `token` are guarded by `lock`.
@@ -47,21 +52,50 @@ final class EtcdClient: @unchecked Sendable {
     /// The engine's fault switches (a client of its own has none on).
     private let faults: EtcdFaults
 
-    init(endpoints: [EtcdEndpoint], timeout: Duration, credentials: (user: String, password: String)?, faults: EtcdFaults = EtcdFaults()) {
+    init(endpoints: [EtcdEndpoint], timeout: Duration, credentials: (user: String, password: String)?, transport: any EtcdTransport,
+         faults: EtcdFaults = EtcdFaults()) {
         self.endpoints = endpoints
         self.timeout = timeout
         self.credentials = credentials
         self.faults = faults
-        transport = GatewayTransport()
+        self.transport = transport
     }
 
-    /// A client of the cluster `options` names (endpoints parsed, credentials when a user is given).
+    /// A client of the cluster `options` names: endpoints parsed, TLS set up for `https://` ones
+    /// (certificate and key files read now), credentials when a user is given. Throws
+    /// `EngineError.invalidArgument` for what can never work or would leak: no endpoint,
+    /// `https://` and `http://` mixed, TLS settings for `http://` endpoints, a password for a
+    /// cleartext member on another host, unreadable certificate or key files.
     convenience init(_ options: EtcdOptions, timeout: Duration, faults: EtcdFaults = EtcdFaults()) throws(EngineError) {
         guard !options.endpoints.isEmpty else { throw .invalidArgument("no etcd endpoints given") }
         let endpoints = try options.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
+        let secure = endpoints[0].secure
+        guard endpoints.allSatisfy({ $0.secure == secure }) else {
+            throw .invalidArgument("etcd endpoints mix https:// and http:// (\(options.endpoints.joined(separator: ", "))): give one kind")
+        }
+        if !secure {
+            if options.tls != nil {
+                throw .invalidArgument("etcd TLS settings given for http:// endpoints: use https:// endpoints (never cleartext when TLS is asked for)")
+            }
+            if options.user != nil, let remote = endpoints.first(where: { !$0.isLoopback }) {
+                throw .invalidArgument("etcd user \(options.user!) with the cleartext endpoint \(remote): the password would cross the network in clear; use https:// endpoints")
+            }
+            Self.noteCleartext(endpoints)
+        }
+        let transport = try GRPCTransport(tls: secure ? options.tls ?? EtcdTLS() : nil)
         self.init(endpoints: endpoints, timeout: timeout, credentials: options.user.map { (user: $0, password: options.password ?? "") },
-                  faults: faults)
+                  transport: transport, faults: faults)
     }
+
+    /// Says once per process and set of endpoints, on standard error, that they are cleartext.
+    private static func noteCleartext(_ endpoints: [EtcdEndpoint]) {
+        let names = endpoints.map(\.description).joined(separator: ", ")
+        guard noted.withLock({ $0.insert(names).inserted }) else { return }
+        let where_ = endpoints.allSatisfy(\.isLoopback) ? "loopback" : "network"
+        FileHandle.standardError.write(Data("strata: etcd over cleartext (\(where_)) to \(names): records and keys are readable on the way; use https:// endpoints (EtcdTLS) across machines\n".utf8))
+    }
+
+    private static let noted = Locked<Set<String>>([])
 
     func close() {
         transport.close()
@@ -84,19 +118,28 @@ final class EtcdClient: @unchecked Sendable {
         let sliced = endpoints.count > 1 && !wholeDeadline && !faults.unslicedAttempts
         var lastProblem = "no attempt"
         var attempt = 0
+        /// TLS handshakes refused in a row: once every endpoint refused one, waiting cannot help.
+        var tlsRefusals = 0
         while ContinuousClock.now < deadline {
             let endpoint = lock.withLock { endpoints[preferred] }
             let attemptDeadline = sliced ? min(deadline, .now + attemptLimit) : deadline
             let token = credentials == nil ? nil : try authToken(deadline: attemptDeadline)
             do {
                 return try transport.send(request, to: endpoint, token: token, deadline: attemptDeadline)
+            } catch EtcdCallError.tls(let problem, let detail) {
+                tlsRefusals += 1
+                if tlsRefusals >= endpoints.count { throw EtcdError.tls(endpoint: endpoint.description, problem: problem, detail: detail) }
+                lastProblem = "\(endpoint): \(problem) (\(detail))"
+                failedOver(from: endpoint)
+                continue
             } catch EtcdCallError.server(let error) {
                 if error.kind == .invalidToken && credentials != nil {
                     lock.withLock { self.token = nil }
                     continue
                 }
                 // A request that is not idempotent, answered by an error after which it may have
-                // applied (etcd's "Unknown", a proxy's 502): only a definite refusal is a failure.
+                // applied (etcd's "Unknown", a connection broken after the request was written):
+                // only a definite refusal is a failure.
                 if !idempotent && (error.mayHaveApplied || error.kind == .unavailable) { throw Ambiguous(detail: "\(endpoint): \(error.message)") }
                 guard error.kind == .unavailable else { throw error }
                 lastProblem = "\(endpoint): \(error.message)"
@@ -106,6 +149,7 @@ final class EtcdClient: @unchecked Sendable {
             } catch EtcdCallError.notSent(let problem) {
                 lastProblem = problem
             }
+            tlsRefusals = 0
             failedOver(from: endpoint)
             attempt += 1
             // Back off a little once every endpoint has been tried (an election takes about a second).
@@ -127,19 +171,18 @@ final class EtcdClient: @unchecked Sendable {
         min(max(timeout / endpoints.count, .seconds(1)), .seconds(5))
     }
 
-    /// Moves requests to the next endpoint after `endpoint` failed, and drops its connections.
+    /// Moves requests to the next endpoint after `endpoint` failed (the transport drops a
+    /// connection that failed itself).
     private func failedOver(from endpoint: EtcdEndpoint) {
         lock.withLock {
             if endpoints[preferred] == endpoint { preferred = (preferred + 1) % endpoints.count }
         }
-        transport.forget(endpoint)
     }
 
     private func authToken(deadline: ContinuousClock.Instant) throws -> String {
         if let token = lock.withLock({ token }) { return token }
         guard let credentials else { return "" }
-        let client = EtcdClient(endpoints: endpoints, timeout: timeout, credentials: nil)
-        defer { client.close() }
+        let client = EtcdClient(endpoints: endpoints, timeout: timeout, credentials: nil, transport: transport)
         let answer: AuthenticateResponse
         do {
             answer = try client.call(AuthenticateRequest(name: credentials.user, password: credentials.password), idempotent: true, deadline: deadline)

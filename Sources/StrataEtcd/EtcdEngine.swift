@@ -3,12 +3,20 @@ import StrataEngine
 
 /// How to reach an etcd cluster, and the limits it was started with.
 public struct EtcdOptions: Sendable, Hashable {
-    /// The members' client URLs (`http://host:port`); requests fail over from one to the next.
+    /// The members' client URLs: `https://host:port` (TLS, verified as ``tls`` says) or
+    /// `http://host:port` (cleartext: for loopback and private networks; a line on standard
+    /// error says so once per process); all of one kind. Requests fail over from one to the next.
     /// One attempt lasts at most the request timeout's share per endpoint, between 1 and 5
     /// seconds, so a member that is frozen or cut off (its kernel still taking connections)
     /// delays a request by at most that before the next endpoint is tried.
     public var endpoints: [String]
-    /// A user and password, when the cluster has authentication enabled.
+    /// How `https://` members are verified and this client's certificate (mutual TLS); `nil` with
+    /// `https://` endpoints: the system's trust store, no client certificate. Giving it with
+    /// `http://` endpoints is refused (`EngineError.invalidArgument`): never a silent cleartext.
+    public var tls: EtcdTLS?
+    /// A user and password, when the cluster has authentication enabled. Sent only over TLS or to
+    /// a loopback member: with `http://` endpoints on other hosts they are refused
+    /// (`EngineError.invalidArgument`), since the password and the token would travel in clear.
     public var user: String?
     /// `user`'s password (`nil` is sent as empty; ignored without a user). A refused pair makes
     /// requests throw ``EtcdError/authenticationFailed(user:detail:)``.
@@ -20,24 +28,26 @@ public struct EtcdOptions: Sendable, Hashable {
     /// engine's own, so a transaction holds at most this minus 2 writes.
     public var maxTransactionOperations: Int
     /// The cluster's `--max-request-bytes` (default 1.5 MiB); the bytes a transaction may write
-    /// are derived from it (keys and values travel in base64).
+    /// are derived from it (as when keys and values travelled in base64 JSON: conservative for
+    /// protobuf, and unchanged so that a transaction that fit before fits now and no more).
     public var maxRequestBytes: Int
     /// How much of the cluster's history the engine keeps (etcd keeps every revision until it is
     /// compacted, and refuses all writes once its space quota is full). Default: the last 100,000
     /// revisions.
     public var compaction: EtcdCompaction
 
-    /// Options for the cluster at `endpoints` (client URLs, at least one), without
-    /// authentication unless `user` is given. The other defaults are etcd's own server defaults
+    /// Options for the cluster at `endpoints` (client URLs, at least one), verified as `tls` says
+    /// when they are `https://`, without authentication unless `user` is given. The other defaults are etcd's own server defaults
     /// (128 operations, 1.5 MiB requests), a 10-second lease and keeping the last 100,000
     /// revisions; give the cluster's actual `--max-txn-ops` and `--max-request-bytes` when it was
     /// started with others. The endpoints are parsed, and the cluster reached, only when an
     /// engine or an ``EtcdKeySpace`` uses the options.
     public init(
-        endpoints: [String], user: String? = nil, password: String? = nil, leaseTTL: Int = 10,
+        endpoints: [String], tls: EtcdTLS? = nil, user: String? = nil, password: String? = nil, leaseTTL: Int = 10,
         maxTransactionOperations: Int = 128, maxRequestBytes: Int = 1_572_864, compaction: EtcdCompaction = .keepRevisions(100_000)
     ) {
         self.endpoints = endpoints
+        self.tls = tls
         self.user = user
         self.password = password
         self.leaseTTL = leaseTTL
@@ -49,8 +59,9 @@ public struct EtcdOptions: Sendable, Hashable {
     /// The declared limits: what one etcd transaction of the configured cluster can carry.
     public var limits: EngineLimits {
         let operations = max(maxTransactionOperations - 2, 1)
-        // A request is JSON: a fixed part (the lock compare, the commit token, the lock release)
-        // and per write about 56 bytes of syntax plus the base64 of the prefixed key and value.
+        // Sized for the JSON gateway the engine spoke before gRPC: a fixed part (the lock compare,
+        // the commit token, the lock release) and per write about 56 bytes of syntax plus the
+        // base64 of the prefixed key and value. Protobuf takes less; the limits stay as they were.
         let perWrite = 56 + (EtcdEngine.maxPrefixLength + 2) * 4 / 3
         let bytes = max((maxRequestBytes - 2048 - operations * perWrite) * 3 / 4, 1)
         return EngineLimits(maxValueLength: bytes, maxOperationsPerTransaction: operations, maxBytesPerTransaction: bytes)
@@ -107,8 +118,9 @@ public enum EtcdCompaction: Sendable, Hashable {
 /// - **Durability** is etcd's (every commit is in a majority of members' logs);
 ///   `Durability` does not change it. `EngineOptions.timeout`
 ///   bounds every request and the wait for the writer lock (then `locked`).
-/// - **Not supported:** TLS endpoints (`https://`): reach the cluster over a private network
-///   or through a TLS-terminating proxy.
+/// - **Transport:** etcd's gRPC API over HTTP/2 (grpc-swift), TLS for `https://` endpoints with
+///   the members' certificates verified and, for clusters that require it, a client certificate
+///   (``EtcdTLS``).
 public final class EtcdEngine: CoreBackedEngine, Sendable {
     /// The longest prefix, in UTF-8 bytes (it is part of every key, against etcd's request size).
     public static let maxPrefixLength = 256

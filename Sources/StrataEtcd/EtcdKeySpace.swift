@@ -88,10 +88,11 @@ public final class EtcdKeySpace: Sendable {
     /// may do everything): for tests and tools that need a cluster with authentication.
     /// Throws `EngineError.engineFailure` with etcd's answer (a user that exists, …).
     @_spi(Testing) public func enableAuthentication(user: String, password: String) throws {
-        for action: AuthAdministration.Action in [.addUser(name: user, password: password), .addRole(name: "root"),
-                                                   .grantRole(user: user, role: "root"), .enable] {
-            _ = try request(AuthAdministration(action: action), "administering authentication")
-        }
+        let what = "administering authentication"
+        _ = try request(UserAddRequest(name: user, password: password), what)
+        _ = try request(RoleAddRequest(name: "root"), what)
+        _ = try request(UserGrantRoleRequest(user: user, role: "root"), what)
+        _ = try request(AuthEnableRequest(), what)
     }
 
     /// Sends a request (every one here is idempotent), its errors as the engine's public ones.

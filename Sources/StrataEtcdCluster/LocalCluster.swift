@@ -7,6 +7,10 @@ import Glibc
 /// An etcd cluster of `members` processes on loopback, for tests, benchmarks and trying Strata
 /// on etcd: free ports, a temporary data directory per member, every member stopped by its PID.
 ///
+/// By default the cluster speaks TLS on both its client and its peer ports and requires client
+/// certificates (mutual TLS), with certificates made for it by `openssl` (``certificates``); its
+/// endpoints are `https://`. `tls: nil` starts a cleartext cluster.
+///
 /// Members are also stopped when this process exits normally (an `atexit` hook) and, should it
 /// be killed, by a watchdog beside each member that stops it within a second of this process's
 /// death: a failed or crashed test run leaves no etcd behind.
@@ -21,12 +25,18 @@ public final class LocalCluster: @unchecked Sendable {
         public let clientPort: Int
         /// The loopback port the members replicate over.
         public let peerPort: Int
+        /// The loopback port of the member's `/health` and `/metrics`, in cleartext.
+        public let metricsPort: Int
+        /// Whether its client and peer ports speak TLS.
+        public let secure: Bool
         /// The member's `--data-dir`, under the cluster's temporary directory; removed by
         /// ``LocalCluster/stop()``.
         public let dataDirectory: String
-        /// The member's client URL, `http://127.0.0.1:` and ``clientPort``: an endpoint for
-        /// `EtcdOptions`.
-        public var clientURL: String { "http://127.0.0.1:\(clientPort)" }
+        /// The member's client URL, `https://127.0.0.1:` (or `http://`) and ``clientPort``: an
+        /// endpoint for `EtcdOptions`.
+        public var clientURL: String { "\(scheme)://127.0.0.1:\(clientPort)" }
+        var peerURL: String { "\(scheme)://127.0.0.1:\(peerPort)" }
+        private var scheme: String { secure ? "https" : "http" }
     }
 
     /// The members, member `i` at index `i` (as ``pid(_:)``, ``kill(_:)`` and ``restart(_:)``
@@ -40,21 +50,74 @@ public final class LocalCluster: @unchecked Sendable {
     /// The client URLs of every member.
     public var endpoints: [String] { members.map(\.clientURL) }
 
+    /// The certificates of a TLS cluster (`nil` for a cleartext one): the authority clients
+    /// trust, and a client certificate the members accept.
+    public let certificates: Certificates?
+
+    /// How a cluster speaks TLS.
+    public struct TLS: Sendable {
+        /// Whether the members require a client certificate (etcd's `--client-cert-auth`).
+        public var clientCertificates: Bool
+        /// Whether the members' certificate expired yesterday (for tests of the clients' checks;
+        /// a single member only, since members verify each other's certificates).
+        public var expiredServerCertificate: Bool
+        /// The names the members' certificate carries (`IP:…`, `DNS:…`); `nil`: loopback's.
+        public var serverNames: [String]?
+
+        /// Mutual TLS with valid certificates for loopback, unless told otherwise.
+        public init(clientCertificates: Bool = true, expiredServerCertificate: Bool = false, serverNames: [String]? = nil) {
+            self.clientCertificates = clientCertificates
+            self.expiredServerCertificate = expiredServerCertificate
+            self.serverNames = serverNames
+        }
+    }
+
+    /// The files of a TLS cluster's certificates (PEM), in its temporary directory.
+    public struct Certificates: Sendable {
+        /// The authority that signed every certificate of the cluster: what clients trust.
+        public let caFile: String
+        /// A client certificate the members accept.
+        public let clientCertificateFile: String
+        /// The private key of ``clientCertificateFile``.
+        public let clientKeyFile: String
+        /// The authority itself, to issue more certificates (``CertificateAuthority/issue(_:commonName:validDays:)``).
+        public let authority: CertificateAuthority
+    }
+
     /// Starts `count` members with etcd's extra command-line `flags` (such as
-    /// `--max-txn-ops=10000`) and waits until every one answers.
-    public init(members count: Int, flags: [String] = [], etcd executable: String = "/usr/bin/etcd") throws {
+    /// `--max-txn-ops=10000`), over TLS as `tls` says (`nil`: cleartext), and waits until every
+    /// one answers.
+    public init(members count: Int, flags: [String] = [], tls: TLS? = TLS(), etcd executable: String = "/usr/bin/etcd") throws {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw ClusterError("no etcd at \(executable): install the Debian package etcd-server")
         }
         self.executable = executable
-        self.flags = flags
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("strata-etcd-\(UUID().uuidString)").path
         self.root = root
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        var flags = flags
+        if let tls {
+            let authority = try CertificateAuthority(directory: "\(root)/tls", name: "strata-test-ca")
+            let server = try tls.serverNames.map { try authority.issue("member", commonName: "member", validDays: 30, names: $0) }
+                ?? authority.issue("member", commonName: "member", validDays: tls.expiredServerCertificate ? -1 : 30)
+            let client = try authority.issue("client", commonName: "client")
+            certificates = Certificates(caFile: authority.certificateFile, clientCertificateFile: client.certificate,
+                                        clientKeyFile: client.key, authority: authority)
+            flags = [
+                "--cert-file", server.certificate, "--key-file", server.key, "--trusted-ca-file", authority.certificateFile,
+                "--peer-cert-file", server.certificate, "--peer-key-file", server.key, "--peer-trusted-ca-file", authority.certificateFile,
+                "--peer-client-cert-auth",
+            ] + (tls.clientCertificates ? ["--client-cert-auth"] : []) + flags
+        } else {
+            certificates = nil
+        }
+        self.flags = flags
+        let secure = tls != nil
         func pickMembers() throws -> [Member] {
-            let ports = try freePorts(2 * count)
+            let ports = try freePorts(3 * count)
             return (0..<count).map { i in
-                Member(name: "m\(i)", clientPort: ports[2 * i], peerPort: ports[2 * i + 1], dataDirectory: "\(root)/m\(i)")
+                Member(name: "m\(i)", clientPort: ports[3 * i], peerPort: ports[3 * i + 1], metricsPort: ports[3 * i + 2], secure: secure,
+                       dataDirectory: "\(root)/m\(i)")
             }
         }
         members = try pickMembers()
@@ -132,12 +195,12 @@ public final class LocalCluster: @unchecked Sendable {
 
     private func start(_ i: Int, state: String) throws {
         let member = members[i]
-        let cluster = members.map { "\($0.name)=http://127.0.0.1:\($0.peerPort)" }.joined(separator: ",")
+        let cluster = members.map { "\($0.name)=\($0.peerURL)" }.joined(separator: ",")
         let arguments = [
             "--name", member.name, "--data-dir", member.dataDirectory,
             "--listen-client-urls", member.clientURL, "--advertise-client-urls", member.clientURL,
-            "--listen-peer-urls", "http://127.0.0.1:\(member.peerPort)",
-            "--initial-advertise-peer-urls", "http://127.0.0.1:\(member.peerPort)",
+            "--listen-peer-urls", member.peerURL, "--initial-advertise-peer-urls", member.peerURL,
+            "--listen-metrics-urls", "http://127.0.0.1:\(member.metricsPort)",
             "--initial-cluster", cluster, "--initial-cluster-state", state,
             "--initial-cluster-token", URL(fileURLWithPath: root).lastPathComponent,
             "--log-level", "warn",
@@ -152,7 +215,7 @@ public final class LocalCluster: @unchecked Sendable {
     private func waitUntilServing(_ i: Int) throws {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            if answers(port: members[i].clientPort) { return }
+            if answers(port: members[i].metricsPort) { return }
             if let pid = pids[i] {
                 var status: Int32 = 0
                 if waitpid(pid, &status, WNOHANG) == pid {
@@ -166,7 +229,7 @@ public final class LocalCluster: @unchecked Sendable {
         throw ClusterError("etcd member \(members[i].name) did not answer within 30 s")
     }
 
-    /// Whether the member's `/health` says so (a leader is known).
+    /// Whether the member's `/health` says so (a leader is known), on its cleartext metrics port.
     private func answers(port: Int) -> Bool {
         guard let fd = connectLoopback(port) else { return false }
         defer { close(fd) }

@@ -19,6 +19,7 @@ struct EtcdBench: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Members of the etcd clusters to measure.") var members: [Int] = [1, 3]
     @Option(parsing: .upToNextOption, help: "Embedded engines to measure beside them.") var engines: [String] = ["lmdb", "leveldb", "sqlite"]
     @Option(help: "Where to write results.json.") var output = "bench-results-etcd"
+    @Flag(inversion: .prefixedNo, help: "Whether the local clusters speak mutual TLS (--no-tls: cleartext).") var tls = true
 
     func validate() throws {
         if records < 100 || operations < 10 { throw ValidationError("--records must be at least 100 and --operations at least 10") }
@@ -41,11 +42,11 @@ struct EtcdBench: ParsableCommand {
             try store.close()
         }
         for count in members {
-            let cluster = try LocalCluster(members: count)
+            let cluster = try LocalCluster(members: count, tls: tls ? LocalCluster.TLS() : nil)
             defer { cluster.stop() }
-            let options = EtcdOptions(endpoints: cluster.endpoints)
+            let options = EtcdOptions(endpoints: cluster.endpoints, tls: cluster.certificates.map(TLSOptions.settings(of:)))
             let store = try Store(engine: try EtcdEngine(prefix: "bench", options: EngineOptions(mode: .create), etcd: options))
-            rows += try measure("etcd \(count)", store)
+            rows += try measure("etcd \(count)\(tls ? " tls" : "")", store)
             try store.close()
         }
         print("")

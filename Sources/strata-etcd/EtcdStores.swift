@@ -18,6 +18,8 @@ struct EtcdStores: StoreLocator {
     @Option(help: "A user of a cluster with authentication; the password is read from \(passwordVariable).")
     var user: String?
 
+    @OptionGroup var tls: TLSOptions
+
     @Option(help: "The cluster's --max-txn-ops (a copy into etcd writes at most this minus 2 pairs per transaction).")
     var maxTxnOps = 128
 
@@ -54,7 +56,7 @@ struct EtcdStores: StoreLocator {
         // The tools never compact the cluster's history: that is the applications' and the
         // operators' policy (a copy adds one revision per transaction).
         let options = EtcdOptions(
-            endpoints: urls, user: user, password: user == nil ? nil : ProcessInfo.processInfo.environment[Self.passwordVariable],
+            endpoints: urls, tls: tls.settings, user: user, password: user == nil ? nil : ProcessInfo.processInfo.environment[Self.passwordVariable],
             maxTransactionOperations: maxTxnOps, maxRequestBytes: maxRequestBytes, compaction: .none)
         let timeout = Duration.seconds(timeout)
         let kind = EngineKind(declaration: EtcdEngine.declaration(options)) { prefix in

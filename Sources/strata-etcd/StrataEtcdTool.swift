@@ -38,11 +38,43 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "Seconds a dead writer's lock outlives it.")
     var leaseTTL = 5
 
+    @OptionGroup var tls: TLSOptions
+
     /// The given endpoints (empty when none were given).
     var endpointList: [String] { (endpoints ?? "").split(separator: ",").map(String.init) }
 
-    func options(endpoints: [String]) -> EtcdOptions {
-        EtcdOptions(endpoints: endpoints, leaseTTL: leaseTTL, maxTransactionOperations: maxTxnOps, maxRequestBytes: maxRequestBytes)
+    /// Options for `endpoints`, with the TLS files given, or else `local`'s.
+    func options(endpoints: [String], local: LocalCluster? = nil) -> EtcdOptions {
+        EtcdOptions(endpoints: endpoints, tls: tls.settings ?? local?.certificates.map(TLSOptions.settings(of:)), leaseTTL: leaseTTL,
+                    maxTransactionOperations: maxTxnOps, maxRequestBytes: maxRequestBytes)
+    }
+}
+
+/// The TLS files of `https://` endpoints, named as etcdctl names them.
+struct TLSOptions: ParsableArguments {
+    @Option(help: "A PEM file of the authorities that sign the members' certificates (default: the system's).")
+    var cacert: String?
+
+    @Option(help: "A PEM file of this client's certificate, for clusters that require one (with --key).")
+    var cert: String?
+
+    @Option(help: "The PEM file of --cert's private key.")
+    var key: String?
+
+    /// The settings the flags give, or `nil` when none is given.
+    var settings: EtcdTLS? {
+        cacert == nil && cert == nil && key == nil ? nil : EtcdTLS(caFile: cacert, certificateFile: cert, keyFile: key)
+    }
+
+    /// Settings that trust a local cluster's authority and offer its client certificate.
+    static func settings(of certificates: LocalCluster.Certificates) -> EtcdTLS {
+        EtcdTLS(caFile: certificates.caFile, certificateFile: certificates.clientCertificateFile, keyFile: certificates.clientKeyFile)
+    }
+
+    /// The flags that give `tls` to another run of the tool.
+    static func arguments(_ tls: EtcdTLS?) -> [String] {
+        guard let tls else { return [] }
+        return (tls.caFile.map { ["--cacert", $0] } ?? []) + (tls.certificateFile.map { ["--cert", $0] } ?? []) + (tls.keyFile.map { ["--key", $0] } ?? [])
     }
 }
 
@@ -83,7 +115,7 @@ struct EtcdConformance: ParsableCommand {
             print("started a local cluster of \(cluster.members): \(endpoints.joined(separator: ","))")
         }
         defer { local?.stop() }
-        let options = cluster.options(endpoints: endpoints)
+        let options = cluster.options(endpoints: endpoints, local: local)
         let tool = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
         var subject = EngineUnderTest(
             .etcd(options),
@@ -136,7 +168,7 @@ struct EtcdConformancePeer: ParsableCommand {
         [
             "conformance-peer", "--endpoints", options.endpoints.joined(separator: ","),
             "--max-txn-ops", String(options.maxTransactionOperations), "--max-request-bytes", String(options.maxRequestBytes),
-        ]
+        ] + TLSOptions.arguments(options.tls)
     }
 }
 

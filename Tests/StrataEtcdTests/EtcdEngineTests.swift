@@ -12,9 +12,26 @@ enum Clusters {
 
     static func options(_ cluster: LocalCluster, leaseTTL: Int = 5) -> EtcdOptions {
         if cluster === three {
-            return EtcdOptions(endpoints: cluster.endpoints, leaseTTL: leaseTTL, maxTransactionOperations: 20_000, maxRequestBytes: 64 << 20)
+            return EtcdOptions(endpoints: cluster.endpoints, tls: tls(cluster), leaseTTL: leaseTTL, maxTransactionOperations: 20_000,
+                               maxRequestBytes: 64 << 20)
         }
-        return EtcdOptions(endpoints: cluster.endpoints, leaseTTL: leaseTTL)
+        return EtcdOptions(endpoints: cluster.endpoints, tls: tls(cluster), leaseTTL: leaseTTL)
+    }
+
+    /// Settings that trust `cluster`'s authority and offer its client certificate (`nil` for a
+    /// cleartext cluster).
+    static func tls(_ cluster: LocalCluster) -> EtcdTLS? {
+        cluster.certificates.map { EtcdTLS(caFile: $0.caFile, certificateFile: $0.clientCertificateFile, keyFile: $0.clientKeyFile) }
+    }
+
+    /// The flags of `strata-etcd` that reach the cluster `options` names: its endpoints and TLS files.
+    static func toolArguments(_ options: EtcdOptions) -> [String] {
+        var arguments = ["--endpoints", options.endpoints.joined(separator: ",")]
+        if let tls = options.tls {
+            arguments += (tls.caFile.map { ["--cacert", $0] } ?? []) + (tls.certificateFile.map { ["--cert", $0] } ?? [])
+                + (tls.keyFile.map { ["--key", $0] } ?? [])
+        }
+        return arguments
     }
 
     static func prefix(_ name: String) -> String { "tests/\(name)/\(UUID().uuidString)" }
@@ -173,9 +190,6 @@ struct EtcdEngineTests {
             return true
         }
         #expect(ContinuousClock.now - started < .seconds(5))
-        #expect(throws: EngineError.invalidArgument("etcd endpoint https://h:1: TLS endpoints are not supported (use a TLS-terminating proxy or a private network)")) {
-            try EtcdEngine(prefix: "x", etcd: EtcdOptions(endpoints: ["https://h:1"]))
-        }
     }
 }
 

@@ -28,10 +28,10 @@ final class LoadProcess: @unchecked Sendable {
     init(_ options: EtcdOptions, prefix: String, name: String, tasks: Int, transactions: Int) throws {
         process.executableURL = URL(fileURLWithPath: etcdTool)
         process.arguments = [
-            "load", "--endpoints", options.endpoints.joined(separator: ","), "--prefix", prefix, "--name", name,
+            "load", "--prefix", prefix, "--name", name,
             "--tasks", String(tasks), "--transactions", String(transactions),
             "--max-txn-ops", String(options.maxTransactionOperations), "--max-request-bytes", String(options.maxRequestBytes),
-        ]
+        ] + Clusters.toolArguments(options)
         process.standardOutput = pipe
         process.standardError = pipe
         // A thread of its own reads the output: a readability handler runs on a global dispatch
@@ -115,7 +115,7 @@ struct EtcdFaultTests {
         try checkLoad(engine, acknowledged: acknowledged, expectedTotal: total)
         // The member comes back and catches up: a read served by it alone sees the last commit.
         try cluster.restart(victim)
-        let alone = try EtcdEngine(prefix: prefix, options: EngineOptions(mode: .openExisting), etcd: EtcdOptions(endpoints: [cluster.members[victim].clientURL]))
+        let alone = try EtcdEngine(prefix: prefix, options: EngineOptions(mode: .openExisting), etcd: EtcdOptions(endpoints: [cluster.members[victim].clientURL], tls: Clusters.tls(cluster)))
         defer { try? alone.close() }
         try checkLoad(alone, acknowledged: acknowledged, expectedTotal: total)
     }
@@ -141,10 +141,10 @@ struct EtcdFaultTests {
         let peer = Process()
         peer.executableURL = URL(fileURLWithPath: etcdTool)
         peer.arguments = [
-            "conformance-peer", "--endpoints", options.endpoints.joined(separator: ","),
+            "conformance-peer",
             "--max-txn-ops", String(options.maxTransactionOperations), "--max-request-bytes", String(options.maxRequestBytes),
-            "--lease-ttl", String(ttl), prefix,
-        ]
+            "--lease-ttl", String(ttl),
+        ] + Clusters.toolArguments(options) + [prefix]
         let input = Pipe(), output = Pipe()
         peer.standardInput = input
         peer.standardOutput = output
@@ -170,7 +170,7 @@ struct EtcdFaultTests {
 /// The index of the cluster's leader.
 func leader(of cluster: LocalCluster) throws -> Int {
     for (i, member) in cluster.members.enumerated() where cluster.pid(i) != nil {
-        let status = try EtcdKeySpace(EtcdOptions(endpoints: [member.clientURL])).status()
+        let status = try EtcdKeySpace(EtcdOptions(endpoints: [member.clientURL], tls: Clusters.tls(cluster))).status()
         if status.leader == status.member { return i }
     }
     throw EngineError.invalidArgument("the cluster has no leader")

@@ -11,7 +11,7 @@ struct EtcdHistoryTests {
     static let cluster: LocalCluster = try! LocalCluster(members: 1)
 
     static func options(_ compaction: EtcdCompaction) -> EtcdOptions {
-        EtcdOptions(endpoints: cluster.endpoints, leaseTTL: 5, compaction: compaction)
+        EtcdOptions(endpoints: cluster.endpoints, tls: Clusters.tls(cluster), leaseTTL: 5, compaction: compaction)
     }
 
     /// Opens a read transaction, commits `commits` writes from another thread meanwhile, then

@@ -66,6 +66,8 @@ struct EtcdStoreToolTests {
     /// takes many transactions.
     private let options = Clusters.options(Clusters.defaults)
     private var endpoints: String { options.endpoints.joined(separator: ",") }
+    /// The flags that reach the cluster: its endpoints and its TLS files.
+    private var reach: [String] { Clusters.toolArguments(options) }
 
     @Test("each subcommand on an etcd store by --endpoints; copies to and from a directory's engine read back the same")
     func subcommands() throws {
@@ -75,41 +77,41 @@ struct EtcdStoreToolTests {
         let store = "etcd:" + prefix
         try makeStore(options, prefix: prefix, notes: Note.some(300))
 
-        let stats = try runEtcdTool(["stats", store, "--endpoints", endpoints])
+        let stats = try runEtcdTool(["stats", store] + reach)
         #expect(stats.status == 0, "\(stats.output)")
         #expect(stats.output.contains("store \(store) at \(endpoints) (etcd)"), "\(stats.output)")
         #expect(stats.output.contains("keyspace Note: 300 records"), "\(stats.output)")
         #expect(stats.output.contains("index byTag (each tags: String): readable, generation 1, 600 entries"), "\(stats.output)")
         #expect(!stats.output.contains("file "), "an etcd store has no files")
 
-        let dump = try runEtcdTool(["dump", store, "--endpoints", endpoints])
+        let dump = try runEtcdTool(["dump", store] + reach)
         let lines = dump.output.split(separator: "\n")
         #expect(dump.status == 0 && lines.count == 300, "\(dump.output.prefix(500))")
         #expect(lines.first == #"{"keyspace":"Note","key":[1],"version":\#(Note.recordType.version),"fields":{"text":"note 1","stars":1,"tags":["t1","all"]}}"#)
 
-        let verify = try runEtcdTool(["verify", store, "--endpoints", endpoints])
+        let verify = try runEtcdTool(["verify", store] + reach)
         #expect(verify.status == 0, "\(verify.output)")
         #expect(verify.output.contains("index Note.byStars: 300 entries, 0 missing, 0 stale"), "\(verify.output)")
 
         // etcd → LMDB, and back into a new etcd store in transactions of at most 126 pairs.
         let lmdb = dir + "/lmdb"
-        let out = try runEtcdTool(["copy", store, lmdb, "--to", "lmdb", "--endpoints", endpoints])
+        let out = try runEtcdTool(["copy", store, lmdb, "--to", "lmdb"] + reach)
         #expect(out.status == 0, "\(out.output)")
         #expect(out.output.contains("etcd → lmdb") && out.output.contains("verified: 300 records"), "\(out.output)")
         #expect(try runEtcdTool(["dump", lmdb]).output == dump.output)
         let back = "etcd:" + Clusters.prefix("tools-back")
-        let copied = try runEtcdTool(["copy", lmdb, back, "--endpoints", endpoints])
+        let copied = try runEtcdTool(["copy", lmdb, back] + reach)
         #expect(copied.status == 0, "\(copied.output)")
         let pairs = try #require(copied.output.split(separator: "\n").first { $0.hasPrefix("copy: ") }.flatMap { Int($0.split(separator: " ")[1]) })
         let transactions = try #require(copied.output.firstMatch(of: /(\d+) transactions/).flatMap { Int($0.1) })
         #expect(pairs > 1_200 && transactions >= (pairs - 1) / 126 + 1, "\(copied.output)")
         #expect(copied.output.contains("lmdb → etcd") && copied.output.contains("verified: 300 records"), "\(copied.output)")
-        #expect(try runEtcdTool(["dump", back, "--endpoints", endpoints]).output == dump.output)
+        #expect(try runEtcdTool(["dump", back] + reach).output == dump.output)
 
         let backup = "etcd:" + Clusters.prefix("tools-backup")
-        let saved = try runEtcdTool(["backup", store, backup, "--endpoints", endpoints])
+        let saved = try runEtcdTool(["backup", store, backup] + reach)
         #expect(saved.status == 0, "\(saved.output)")
-        #expect(try runEtcdTool(["verify", backup, "--endpoints", endpoints]).status == 0)
+        #expect(try runEtcdTool(["verify", backup] + reach).status == 0)
         for output in [stats.output, dump.output, verify.output, out.output, copied.output, saved.output] {
             #expect(!hasControlCharacters(output))
         }
@@ -122,7 +124,7 @@ struct EtcdStoreToolTests {
             try tx.put(value, forKey: KeyCodec.encode("Note", 2))
         }
         try engine.close()
-        let damaged = try runEtcdTool(["verify", store, "--endpoints", endpoints])
+        let damaged = try runEtcdTool(["verify", store] + reach)
         #expect(damaged.status == 1)
         #expect(damaged.output.contains(#"problem: checksumMismatch at ["Note",2]"#), "\(damaged.output)")
     }
@@ -136,18 +138,18 @@ struct EtcdStoreToolTests {
 
         let noCluster = try runEtcdTool(["stats", "etcd:" + prefix])
         #expect(noCluster.status == 64 && noCluster.output.contains("etcd:\(prefix): say where the cluster is with --endpoints"), "\(noCluster.output)")
-        let engineGiven = try runEtcdTool(["stats", "etcd:" + prefix, "--engine", "lmdb", "--endpoints", endpoints])
+        let engineGiven = try runEtcdTool(["stats", "etcd:" + prefix, "--engine", "lmdb"] + reach)
         #expect(engineGiven.status == 64 && engineGiven.output.contains("is an etcd store"), "\(engineGiven.output)")
-        let noTarget = try runEtcdTool(["copy", "etcd:" + prefix, dir + "/x", "--endpoints", endpoints])
+        let noTarget = try runEtcdTool(["copy", "etcd:" + prefix, dir + "/x"] + reach)
         #expect(noTarget.status == 64 && noTarget.output.contains("needs --to"), "\(noTarget.output)")
 
-        let missing = try runEtcdTool(["verify", "etcd:nothing-\(UUID().uuidString)", "--endpoints", endpoints])
+        let missing = try runEtcdTool(["verify", "etcd:nothing-\(UUID().uuidString)"] + reach)
         #expect(missing.status == 2 && missing.output.contains("strata-etcd: etcd:nothing-"), "\(missing.output)")
         let other = Clusters.prefix("tools-occupied")
         try makeStore(options, prefix: other, notes: Note.some(1))
-        let occupied = try runEtcdTool(["backup", "etcd:" + prefix, "etcd:" + other, "--endpoints", endpoints])
+        let occupied = try runEtcdTool(["backup", "etcd:" + prefix, "etcd:" + other] + reach)
         #expect(occupied.status == 2 && occupied.output.contains("already holds data"), "\(occupied.output)")
-        let itself = try runEtcdTool(["backup", "etcd:" + prefix, "etcd:" + prefix, "--endpoints", endpoints])
+        let itself = try runEtcdTool(["backup", "etcd:" + prefix, "etcd:" + prefix] + reach)
         #expect(itself.status == 2 && itself.output.contains("already open"), "\(itself.output)")
         let started = ContinuousClock.now
         let unreachable = try runEtcdTool(["stats", "etcd:" + prefix, "--endpoints", "http://127.0.0.1:9", "--timeout", "1"])
@@ -163,11 +165,12 @@ struct EtcdStoreToolTests {
         try makeStore(Clusters.options(cluster), prefix: "notes", notes: Note.some(3))  // before authentication is on
         try admin.enableAuthentication(user: "root", password: "s3cret")
         let endpoints = cluster.endpoints.joined(separator: ",")
-        let good = try runEtcdTool(["stats", "etcd:notes", "--endpoints", endpoints, "--user", "root"], environment: ["STRATA_ETCD_PASSWORD": "s3cret"])
+        let reach = Clusters.toolArguments(Clusters.options(cluster))
+        let good = try runEtcdTool(["stats", "etcd:notes", "--user", "root"] + reach, environment: ["STRATA_ETCD_PASSWORD": "s3cret"])
         #expect(good.status == 0 && good.output.contains("keyspace Note: 3 records"), "\(good.output)")
-        let wrong = try runEtcdTool(["stats", "etcd:notes", "--endpoints", endpoints, "--user", "root"], environment: ["STRATA_ETCD_PASSWORD": "guess"])
+        let wrong = try runEtcdTool(["stats", "etcd:notes", "--user", "root"] + reach, environment: ["STRATA_ETCD_PASSWORD": "guess"])
         #expect(wrong.status == 2 && wrong.output.contains("etcd:notes at \(endpoints): ") && wrong.output.contains("root"), "\(wrong.output)")
-        let none = try runEtcdTool(["stats", "etcd:notes", "--endpoints", endpoints])
+        let none = try runEtcdTool(["stats", "etcd:notes"] + reach)
         #expect(none.status == 2 && none.output.contains("etcd:notes at \(endpoints): "), "\(none.output)")
     }
 
@@ -184,7 +187,7 @@ struct EtcdStoreToolTests {
         }
         try source.close()
         let prefix = Clusters.prefix("tools-limits")
-        let copy = try runEtcdTool(["copy", dir + "/lmdb", "etcd:" + prefix, "--endpoints", endpoints])
+        let copy = try runEtcdTool(["copy", dir + "/lmdb", "etcd:" + prefix] + reach)
         #expect(copy.status == 2, "\(copy.output)")
         #expect(copy.output.contains("cannot hold a value of 1300"), "\(copy.output)")
         #expect(copy.output.contains("nothing was written"), "\(copy.output)")

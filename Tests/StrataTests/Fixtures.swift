@@ -149,6 +149,9 @@ enum TestEngines {
     static let cluster = try! LocalCluster(members: 3, flags: ["--max-txn-ops=20000", "--max-request-bytes=67108864"])
 
     static var etcd: EngineKind {
-        .etcd(EtcdOptions(endpoints: cluster.endpoints, leaseTTL: 5, maxTransactionOperations: 20_000, maxRequestBytes: 64 << 20))
+        .etcd(EtcdOptions(
+            endpoints: cluster.endpoints,
+            tls: cluster.certificates.map { EtcdTLS(caFile: $0.caFile, certificateFile: $0.clientCertificateFile, keyFile: $0.clientKeyFile) },
+            leaseTTL: 5, maxTransactionOperations: 20_000, maxRequestBytes: 64 << 20))
     }
 }

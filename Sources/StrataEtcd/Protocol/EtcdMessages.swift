@@ -205,24 +205,37 @@ struct AuthenticateResponse: Sendable, Equatable {
     var token: String?
 }
 
-/// The administration of users and roles tests and tools use (`etcdctl user add`, …).
-struct AuthAdministration: EtcdRequest {
+/// `AuthEnable`: turns authentication on (tests and tools; `etcdctl auth enable`).
+struct AuthEnableRequest: EtcdRequest {
     typealias Response = Empty
-    enum Action: Sendable, Equatable {
-        case addUser(name: String, password: String)
-        case addRole(name: String)
-        case grantRole(user: String, role: String)
-        case enable
-    }
-    var action: Action
+}
+
+/// `UserAdd`: a user with a password (`etcdctl user add`).
+struct UserAddRequest: EtcdRequest {
+    typealias Response = Empty
+    var name: String
+    var password: String
+}
+
+/// `RoleAdd`: a role (`etcdctl role add`).
+struct RoleAddRequest: EtcdRequest {
+    typealias Response = Empty
+    var name: String
+}
+
+/// `UserGrantRole`: gives `user` the role `role` (`etcdctl user grant-role`).
+struct UserGrantRoleRequest: EtcdRequest {
+    typealias Response = Empty
+    var user: String
+    var role: String
 }
 
 /// An answer the engine reads nothing from but its success.
 struct Empty: Sendable, Equatable {}
 
-/// A request of etcd's API: its answer's type, and its wire form (``GatewayMessage``, for the
-/// transport that carries it).
-protocol EtcdRequest: GatewayMessage, Equatable where Response: Sendable {}
+/// A request of etcd's API: its answer's type, and its wire form (``WireMessage``: etcd's gRPC
+/// method and protobuf messages, for the transport that carries it).
+protocol EtcdRequest: WireMessage, Equatable where Response: Sendable {}
 
 extension RequestOp {
     /// A range operation reading the one key `key`.

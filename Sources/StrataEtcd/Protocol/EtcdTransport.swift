@@ -6,8 +6,6 @@ protocol EtcdTransport: Sendable {
     /// the answer until `deadline`.
     func send<R: EtcdRequest>(_ request: R, to endpoint: EtcdEndpoint, token: String?,
                               deadline: ContinuousClock.Instant) throws(EtcdCallError) -> R.Response
-    /// Drops what the transport keeps for `endpoint` (it failed: connect again next time).
-    func forget(_ endpoint: EtcdEndpoint)
     /// Drops every connection.
     func close()
 }
@@ -20,11 +18,14 @@ enum EtcdCallError: Error, CustomStringConvertible {
     case mayHaveApplied(String)
     /// The member answered with an error.
     case server(EtcdServerError)
+    /// The TLS handshake with the member failed, for this reason: nothing was sent.
+    case tls(EtcdTLS.Problem, String)
 
     var description: String {
         switch self {
         case let .notSent(text), let .mayHaveApplied(text): return text
         case let .server(error): return error.description
+        case let .tls(problem, detail): return "\(problem) (\(detail))"
         }
     }
 }
@@ -35,8 +36,6 @@ struct EtcdServerError: Error, CustomStringConvertible {
     let code: Int
     let message: String
     let kind: Kind
-    /// The HTTP status the answer came with, when the transport is HTTP (the gateway).
-    let httpStatus: Int?
 
     /// The errors the engine handles. etcd tells most of them apart by their message only (its
     /// own Go client matches the same texts, `rpctypes`): this is the one place that reads them.
@@ -61,10 +60,9 @@ struct EtcdServerError: Error, CustomStringConvertible {
         case other
     }
 
-    init(code: Int, message: String, httpStatus: Int? = nil) {
+    init(code: Int, message: String) {
         self.code = code
         self.message = message
-        self.httpStatus = httpStatus
         kind = Self.kind(code: code, message: message)
     }
 
@@ -82,10 +80,10 @@ struct EtcdServerError: Error, CustomStringConvertible {
     }
 
     /// Whether a request that met this error may still have applied: gRPC `Unknown`,
-    /// `DeadlineExceeded`, `Unimplemented`, `Internal`, `Unavailable`, `DataLoss` (what the gateway
-    /// answers with an HTTP 5xx), and any HTTP 5xx (from something in between, whatever its body
-    /// says); the other statuses are definite refusals.
-    var mayHaveApplied: Bool { [2, 4, 12, 13, 14, 15].contains(code) || (httpStatus ?? 0) >= 500 }
+    /// `DeadlineExceeded`, `Unimplemented`, `Internal`, `Unavailable`, `DataLoss` (also what the
+    /// transport reports when the connection broke after the request was written); the other
+    /// statuses are definite refusals.
+    var mayHaveApplied: Bool { [2, 4, 12, 13, 14, 15].contains(code) }
 
     var description: String { "etcd error \(code): \(message)" }
 }

@@ -1,0 +1,217 @@
+import Foundation
+internal import GRPCCore
+internal import GRPCNIOTransportHTTP2Posix
+internal import GRPCProtobuf
+internal import NIOSSL
+import StrataEngine
+internal import SwiftProtobuf
+
+/// Carries etcd's API over gRPC (grpc-swift's HTTP/2 transport on NIO) to the members' client
+/// ports: one client per member, connected on first use and dropped when a call to it fails in
+/// transit, so the next request to it connects anew rather than waiting out a backoff.
+///
+/// The engine is synchronous and gRPC is async: each request runs as a task on an event loop
+/// (``EventLoopTaskExecutor``) while the calling thread waits for it.
+///
+/// **Whether a request was sent.** A request is written to its stream only once the stream is
+/// open on a ready connection; the serializer marks the moment. A failure before it (no
+/// connection, refused, timed out while connecting) is ``EtcdCallError/notSent(_:)``: safe to
+/// send elsewhere. After it, a status whose message is etcd's (`etcdserver: …`, or its gRPC
+/// server's `grpc: …`) is etcd's answer; any other failure (the connection broke, the deadline
+/// passed, the answer could not be read) is ``EtcdCallError/mayHaveApplied(_:)``.
+///
+/// **TLS** (``EtcdTLS``): every connection is TLS or every one is cleartext, as the transport was
+/// made. A handshake that fails is ``EtcdCallError/tls(_:_:)`` with the reason (``TLSDiagnosis``).
+final class GRPCTransport: EtcdTransport, Sendable {
+    private let executor = EventLoopTaskExecutor()
+    private let members = Locked<[EtcdEndpoint: Member]>([:])
+    private let security: HTTP2ClientTransport.Posix.TransportSecurity
+    private let config: HTTP2ClientTransport.Posix.Config
+    private let tls: EtcdTLS?
+    private let closed = Locked(false)
+
+    /// A transport over TLS as `tls` says, or over cleartext when it is `nil`. Reads the
+    /// certificate and key files now: a file that is missing, unreadable or does not hold what
+    /// it should is `EngineError.invalidArgument`, naming it.
+    init(tls: EtcdTLS?) throws(EngineError) {
+        self.tls = tls
+        guard let tls else {
+            security = .plaintext
+            config = Self.config(serverName: nil)
+            return
+        }
+        guard (tls.certificateFile == nil) == (tls.keyFile == nil) else {
+            throw .invalidArgument("etcd TLS: a client certificate needs its key file (keyFile), and a key its certificate (certificateFile)")
+        }
+        func check(_ path: String?, _ what: String, _ load: (String) throws -> Void) throws(EngineError) {
+            guard let path else { return }
+            do { try load(path) } catch { throw .invalidArgument("etcd TLS: the \(what) \(path) cannot be read as PEM: \(error)") }
+        }
+        try check(tls.caFile, "CA file") { _ = try NIOSSLCertificate.fromPEMFile($0) }
+        try check(tls.certificateFile, "certificate file") { _ = try NIOSSLCertificate.fromPEMFile($0) }
+        try check(tls.keyFile, "key file") { _ = try NIOSSLPrivateKey(file: $0, format: .pem) }
+        security = .tls(.defaults { config in
+            if let ca = tls.caFile { config.trustRoots = .certificates([.file(path: ca, format: .pem)]) }
+            if let certificate = tls.certificateFile, let key = tls.keyFile {
+                config.certificateChain = [.file(path: certificate, format: .pem)]
+                config.privateKey = .file(path: key, format: .pem)
+            }
+        })
+        config = Self.config(serverName: tls.serverName)
+        // The TLS context is made as each connection's will be: a key that does not match its
+        // certificate fails here, not at the first request.
+        do {
+            _ = try HTTP2ClientTransport.Posix(target: .ipv4(address: "127.0.0.1", port: 1), transportSecurity: security, config: config)
+        } catch {
+            throw .invalidArgument("etcd TLS: \(TLSDiagnosis.describe(error))")
+        }
+    }
+
+    deinit { close() }
+
+    func send<R: EtcdRequest>(_ request: R, to endpoint: EtcdEndpoint, token: String?,
+                              deadline: ContinuousClock.Instant) throws(EtcdCallError) -> R.Response {
+        let member: Member
+        do {
+            member = try self.member(endpoint)
+        } catch {
+            throw .notSent("\(endpoint): \(error)")
+        }
+        let client = member.client
+        let message = request.wire
+        let written = Written()
+        var options = CallOptions.defaults
+        // No gRPC timeout: runBlocking cancels the call at the deadline (gRPC's own timer is a
+        // task group and a sleeping task per call, and wakes on the cooperative pool).
+        // Fail at once when the member cannot be reached (the client moves on to the next one)
+        // rather than waiting for a connection until the deadline.
+        options.waitForReady = false
+        // etcd's answers are bounded by the engine's pages, not by gRPC's 4 MiB default.
+        options.maxRequestMessageBytes = Self.largestMessage
+        options.maxResponseMessageBytes = Self.largestMessage
+        var metadata = Metadata()
+        if let token { metadata.addString(token, forKey: "token") }
+        let serializer = MarkingSerializer<R.WireRequest>(written: written)
+        let deserializer = ProtobufDeserializer<R.WireResponse>()
+        let outcome: Result<R.WireResponse, any Error> = executor.runBlocking(until: deadline) { [metadata, options] in
+            do {
+                if R.isStream {
+                    let request = StreamingClientRequest(of: R.WireRequest.self, metadata: metadata) { try await $0.write(message) }
+                    return .success(try await client.bidirectionalStreaming(
+                        request: request, descriptor: R.method, serializer: serializer, deserializer: deserializer, options: options
+                    ) { response in
+                        for try await answer in response.messages { return answer }
+                        throw RPCError(code: .unavailable, message: "the stream ended without an answer")
+                    })
+                }
+                return .success(try await client.unary(
+                    request: ClientRequest(message: message, metadata: metadata), descriptor: R.method, serializer: serializer,
+                    deserializer: deserializer, options: options
+                ) { try $0.message })
+            } catch {
+                return .failure(error)
+            }
+        }
+        let error: any Error
+        switch outcome {
+        case .success(let answer): return R.answer(answer)
+        case .failure(let failure): error = failure
+        }
+        if let answer = error as? RPCError, written.value, answer.message.hasPrefix("etcdserver:") || answer.message.hasPrefix("grpc:") {
+            throw .server(EtcdServerError(code: answer.code.rawValue, message: answer.message))
+        }
+        // Failed in transit: the next request to this member connects anew.
+        drop(member, of: endpoint)
+        if written.value { throw .mayHaveApplied("\(endpoint): \(TLSDiagnosis.describe(error))") }
+        if let tls, let (problem, detail) = TLSDiagnosis.problem(in: error, endpoint: endpoint, tls: tls) {
+            throw .tls(problem, detail)
+        }
+        throw .notSent("\(endpoint): \(TLSDiagnosis.describe(error))")
+    }
+
+    func close() {
+        let open = members.withLock { members in
+            closed.withLock { $0 = true }
+            defer { members = [:] }
+            return Array(members.values)
+        }
+        for member in open { member.close() }
+    }
+
+    /// Drops `member`'s client, unless another has replaced it since (made by a request that
+    /// came after the failure).
+    private func drop(_ member: Member, of endpoint: EtcdEndpoint) {
+        let dropped = members.withLock { members in
+            guard members[endpoint] === member else { return false }
+            members[endpoint] = nil
+            return true
+        }
+        if dropped { member.close() }
+    }
+
+    /// The connections' settings: `serverName` as the authority (and TLS server name), and
+    /// every request flushed at once (grpc-swift coalesces flushes by default, which delays a
+    /// lone request: each of the engine's callers waits for its answer).
+    private static func config(serverName: String?) -> HTTP2ClientTransport.Posix.Config {
+        .defaults { config in
+            config.http2.authority = serverName
+            config.connection.flushCoalescing = nil
+        }
+    }
+
+    /// The largest message sent or taken: 1 GiB (a page of the engine's reads, at most 1,000
+    /// values of the engine's largest size).
+    private static let largestMessage = 1 << 30
+
+    /// The client of `endpoint`, made (and set connecting) on first use; none once closed.
+    private func member(_ endpoint: EtcdEndpoint) throws -> Member {
+        try members.withLock { members in
+            if let member = members[endpoint] { return member }
+            guard !closed.withLock({ $0 }) else { throw EtcdCallError.notSent("the engine's connections are closed") }
+            let member = try Member(endpoint, security: security, config: config, executor: executor)
+            members[endpoint] = member
+            return member
+        }
+    }
+
+    /// One member's client and the task that runs its connections until it is shut down.
+    private final class Member: Sendable {
+        let client: GRPCClient<HTTP2ClientTransport.Posix>
+
+        init(_ endpoint: EtcdEndpoint, security: HTTP2ClientTransport.Posix.TransportSecurity, config: HTTP2ClientTransport.Posix.Config,
+             executor: EventLoopTaskExecutor) throws {
+            let target: any ResolvableTarget
+            if endpoint.host.contains(":") {
+                target = .ipv6(address: endpoint.host, port: endpoint.port)
+            } else if endpoint.host.split(separator: ".").count == 4, endpoint.host.allSatisfy({ $0.isNumber || $0 == "." }) {
+                target = .ipv4(address: endpoint.host, port: endpoint.port)
+            } else {
+                target = .dns(host: endpoint.host, port: endpoint.port)
+            }
+            let client = GRPCClient(transport: try HTTP2ClientTransport.Posix(
+                target: target, transportSecurity: security, config: config, eventLoopGroup: EventLoopTaskExecutor.group))
+            self.client = client
+            Task(executorPreference: executor) { try? await client.runConnections() }
+        }
+
+        /// Lets calls in flight finish, refuses new ones, then closes the connection.
+        func close() { client.beginGracefulShutdown() }
+    }
+
+    /// Whether a request's message was handed to its stream (see the type's comment).
+    private final class Written: Sendable {
+        private let flag = Locked(false)
+        var value: Bool { flag.withLock { $0 } }
+        func mark() { flag.withLock { $0 = true } }
+    }
+
+    /// The protobuf serializer, marking the request as written when it is.
+    private struct MarkingSerializer<Message: SwiftProtobuf.Message>: MessageSerializer {
+        let written: Written
+
+        func serialize<Bytes: GRPCContiguousBytes>(_ message: Message) throws -> Bytes {
+            written.mark()
+            return try ProtobufSerializer<Message>().serialize(message)
+        }
+    }
+}
