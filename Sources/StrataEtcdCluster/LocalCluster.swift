@@ -80,7 +80,7 @@ public final class LocalCluster: @unchecked Sendable {
         public let clientCertificateFile: String
         /// The private key of ``clientCertificateFile``.
         public let clientKeyFile: String
-        /// The authority itself, to issue more certificates (``CertificateAuthority/issue(_:commonName:validDays:)``).
+        /// The authority itself, to issue more certificates (``CertificateAuthority/issue(_:commonName:validDays:names:)``).
         public let authority: CertificateAuthority
     }
 

@@ -85,8 +85,15 @@ enum TLSDiagnosis {
                 try channel.pipeline.syncOperations.addHandler(handler)
             }
         }
+        // The address resolved here, on the caller's thread: NIO's resolver for `connect(host:)`
+        // runs on Dispatch's global queues, which a busy process can hold past the timeout.
         let channel: any Channel
-        do { channel = try bootstrap.connect(host: endpoint.host, port: endpoint.port).wait() } catch { return .failure(DiagnosisFailure("\(error)")) }
+        do {
+            let address = try SocketAddress.makeAddressResolvingHost(endpoint.host, port: endpoint.port)
+            channel = try bootstrap.connect(to: address).wait()
+        } catch {
+            return .failure(DiagnosisFailure("\(error)"))
+        }
         let giveUp = channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
         try? channel.closeFuture.wait()
         giveUp.cancel()
