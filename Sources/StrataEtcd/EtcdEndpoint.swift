@@ -29,5 +29,8 @@ public struct EtcdEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// to it never crosses a network.
     public var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
 
+    /// Whether the host is an IP address rather than a name (no DNS lookup, no TLS server name).
+    var isIPAddress: Bool { host.contains(":") || (host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." }) }
+
     public var description: String { (secure ? "https://" : "http://") + (host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)") }
 }

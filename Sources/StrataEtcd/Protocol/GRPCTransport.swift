@@ -183,7 +183,7 @@ final class GRPCTransport: EtcdTransport, Sendable {
             let target: any ResolvableTarget
             if endpoint.host.contains(":") {
                 target = .ipv6(address: endpoint.host, port: endpoint.port)
-            } else if endpoint.host.split(separator: ".").count == 4, endpoint.host.allSatisfy({ $0.isNumber || $0 == "." }) {
+            } else if endpoint.isIPAddress {
                 target = .ipv4(address: endpoint.host, port: endpoint.port)
             } else {
                 target = .dns(host: endpoint.host, port: endpoint.port)

@@ -73,11 +73,10 @@ enum TLSDiagnosis {
         let context: NIOSSLContext
         do { context = try NIOSSLContext(configuration: configuration) } catch { return .failure(DiagnosisFailure("\(error)")) }
         let seen = Seen()
-        let isAddress = endpoint.host.contains(":") || endpoint.host.allSatisfy { $0.isNumber || $0 == "." }
         let bootstrap = ClientBootstrap(group: group).connectTimeout(.seconds(5)).channelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
                 let handler = try NIOSSLClientHandler(
-                    context: context, serverHostname: tls.serverName ?? (isAddress ? nil : endpoint.host),
+                    context: context, serverHostname: tls.serverName ?? (endpoint.isIPAddress ? nil : endpoint.host),
                     customVerificationCallback: { certificates, promise in
                         seen.leaf.withLock { $0 = certificates.first }
                         promise.succeed(.failed)
