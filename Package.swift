@@ -19,7 +19,8 @@
 //                         of the record layer: a product of its own, not built by `make run`
 //   Sources/StrataCompression value compression (zstd, the system's libzstd through CZstd), a
 //                         value transform too: a product of its own
-//   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin, swift-syntax)
+//   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin over the expansions
+//                         in Sources/StrataMacrosExpansion, swift-syntax)
 //   Sources/Strata        the one import: records, the macro and every bundled engine
 //   Sources/StrataBundledEngines the one list of bundled engines (CLI, benchmark, tests)
 //   Conformance/          the test kit every engine must pass (a library product; Records/ holds
@@ -128,11 +129,20 @@ let package = Package(
         // The hash of derived schema versions, shared by the record layer and the macro plugin.
         .target(name: "StrataSchemaHash"),
 
-        // The @IndexKeyRecord macro: the compiler plugin, and the library that declares it.
+        // The @IndexKeyRecord macro: its expansions (a library, which the tests call), the compiler
+        // plugin that serves them, and the library that declares it. No test target depends on the
+        // plugin: SwiftPM would then build all tests for the host, every dependency a second time.
+        .target(
+            name: "StrataMacrosExpansion",
+            dependencies: [
+                "StrataSchemaHash",
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+            ]
+        ),
         .macro(
             name: "StrataMacrosPlugin",
             dependencies: [
-                "StrataSchemaHash",
+                "StrataMacrosExpansion",
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ]
@@ -196,7 +206,7 @@ let package = Package(
         .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "StrataEncryption", "StrataCompression", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "StrataEtcd", "StrataEtcdCluster"]),
         .testTarget(
             name: "StrataMacrosPluginTests",
-            dependencies: ["StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
+            dependencies: ["StrataMacrosExpansion", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
         ),
         .testTarget(name: "StrataMacrosTests", dependencies: ["Strata"]),
         // Empire's README and documentation examples, verbatim but for the import and the path.

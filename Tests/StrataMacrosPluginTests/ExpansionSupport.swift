@@ -3,7 +3,7 @@ import SwiftSyntax
 import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacros
 import SwiftSyntaxMacrosTestSupport
-@testable import StrataMacrosPlugin
+@testable import StrataMacrosExpansion
 
 let testMacros: [String: Macro.Type] = ["IndexKeyRecord": IndexKeyRecordMacro.self, "Field": FieldMacro.self]
 

@@ -1,7 +1,7 @@
 import SwiftSyntaxMacrosTestSupport
 import Testing
 import XCTest
-@testable import StrataMacrosPlugin
+@testable import StrataMacrosExpansion
 
 final class ExpansionTests: XCTestCase {
     func testSingleKey() {

@@ -1,13 +1,7 @@
 import StrataSchemaHash
-import SwiftCompilerPlugin
 import SwiftDiagnostics
 import SwiftSyntax
 import SwiftSyntaxMacros
-
-@main
-struct StrataMacrosPlugin: CompilerPlugin {
-    let providingMacros: [Macro.Type] = [IndexKeyRecordMacro.self, FieldMacro.self, IndexMacro.self]
-}
 
 /// `@Field(.json)`, `@Field(codec: C.self)`: a marker read by `@IndexKeyRecord`; adds nothing itself.
 public struct FieldMacro: PeerMacro {
