@@ -30,8 +30,12 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
     public var engineName: String { declaration.name }
     public var capabilities: EngineCapabilities { declaration.capabilities }
     public var limits: EngineLimits { declaration.limits }
-    /// The store's directory when other processes may commit to it (``EngineCapabilities/multiProcess``): they write its files.
-    public var commitSignalDirectory: String? { declaration.capabilities.contains(.multiProcess) ? path : nil }
+    /// A signal on the store's directory when other processes may commit to it
+    /// (``EngineCapabilities/multiProcess``): they write its files.
+    public func makeCommitSignal() -> (any CommitSignal)? {
+        guard declaration.capabilities.contains(.multiProcess), let path else { return nil }
+        return DirectoryCommitSignal(directory: path)
+    }
 
     /// Prepares the store's directory (when the declaration names a marker file), claims the
     /// path for this process, and opens the storage with `open`. A failed open releases the path
@@ -137,7 +141,7 @@ extension CoreBackedEngine {
     public var engineName: String { core.engineName }
     public var capabilities: EngineCapabilities { core.capabilities }
     public var limits: EngineLimits { core.limits }
-    public var commitSignalDirectory: String? { core.commitSignalDirectory }
+    public func makeCommitSignal() -> (any CommitSignal)? { core.makeCommitSignal() }
     /// Runs `body` in a read transaction of ``CoreBackedEngine/core``, on one snapshot of the store.
     public func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R { try core.read(body) }
     /// Runs `body` in a write transaction of ``CoreBackedEngine/core``: it commits when `body`

@@ -42,11 +42,11 @@ public protocol KeyValueEngine: AnyObject, Sendable {
     /// The sizes this engine enforces. Defaults to 511-byte keys and nothing else.
     var limits: EngineLimits { get }
 
-    /// A directory whose files another process's commit writes to, so that watching it (inotify)
-    /// tells this process of other processes' commits at once; `nil` (the default) when there is
-    /// none, and the record layer polls instead. Engines built on ``CoreEngine`` name their store's
-    /// directory when they declare ``EngineCapabilities/multiProcess``.
-    var commitSignalDirectory: String? { get }
+    /// A new signal of other processes' commits to this store (see ``CommitSignal``), which the
+    /// caller closes; `nil` (the default) when there is none, and the record layer polls instead.
+    /// Engines built on ``CoreEngine`` give a ``DirectoryCommitSignal`` on their store's directory
+    /// when they declare ``EngineCapabilities/multiProcess``.
+    func makeCommitSignal() -> (any CommitSignal)?
 
     /// Runs `body` in a read-only transaction that sees one snapshot of the store.
     func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R
@@ -74,7 +74,7 @@ public protocol KeyValueEngine: AnyObject, Sendable {
 
 extension KeyValueEngine {
     public var limits: EngineLimits { EngineLimits() }
-    public var commitSignalDirectory: String? { nil }
+    public func makeCommitSignal() -> (any CommitSignal)? { nil }
 }
 
 /// The operations of a read transaction. Also the read half of a write transaction.

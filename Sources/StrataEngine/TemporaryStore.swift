@@ -157,7 +157,7 @@ final class TemporaryEngine: KeyValueEngine, Sendable {
     var engineName: String { inner.engineName }
     var capabilities: EngineCapabilities { inner.capabilities }
     var limits: EngineLimits { inner.limits }
-    var commitSignalDirectory: String? { inner.commitSignalDirectory }
+    func makeCommitSignal() -> (any CommitSignal)? { inner.makeCommitSignal() }
     func read<R>(_ body: (any KeyValueReader) throws -> R) throws -> R { try inner.read(body) }
     func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R { try inner.write(body) }
     func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R { try await inner.read(body) }

@@ -16,6 +16,9 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     case snapshotCompacted(revision: Int64)
     /// The user name or password was refused.
     case authenticationFailed(user: String, detail: String)
+    /// A watch needs the changes from revision `from` on, but the cluster compacted its history
+    /// up to revision `compactedTo`: the changes in between can no longer be told.
+    case historyCompacted(from: Int64, compactedTo: Int64)
     /// No member could be reached over TLS: the handshake with each failed (`problem` says why
     /// for the last one tried). Nothing was sent. See ``EtcdTLS``.
     case tls(endpoint: String, problem: EtcdTLS.Problem, detail: String)
@@ -30,6 +33,8 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
             return "etcd snapshot at revision \(revision) was compacted while the transaction ran; run it again"
         case let .authenticationFailed(user, detail):
             return "etcd authentication failed for user \(user): \(detail)"
+        case let .historyCompacted(from, compactedTo):
+            return "etcd watch from revision \(from): the cluster's history was compacted up to revision \(compactedTo), so the changes in between are lost"
         case let .tls(endpoint, problem, detail):
             return "etcd TLS failed with \(endpoint): \(problem) (\(detail))"
         }
@@ -66,7 +71,9 @@ final class EtcdClient: @unchecked Sendable {
     /// `EngineError.invalidArgument` for what can never work or would leak: no endpoint,
     /// `https://` and `http://` mixed, TLS settings for `http://` endpoints, a password for a
     /// cleartext member on another host, unreadable certificate or key files.
-    convenience init(_ options: EtcdOptions, timeout: Duration, faults: EtcdFaults = EtcdFaults()) throws(EngineError) {
+    /// `wrapping` wraps the transport (the tests' lossy transport; the product passes none).
+    convenience init(_ options: EtcdOptions, timeout: Duration, faults: EtcdFaults = EtcdFaults(),
+                     wrapping wrap: (any EtcdTransport) -> any EtcdTransport = { $0 }) throws(EngineError) {
         guard !options.endpoints.isEmpty else { throw .invalidArgument("no etcd endpoints given") }
         let endpoints = try options.endpoints.map { url throws(EngineError) in try EtcdEndpoint(url) }
         let secure = endpoints[0].secure
@@ -84,7 +91,7 @@ final class EtcdClient: @unchecked Sendable {
         }
         let transport = try GRPCTransport(tls: secure ? options.tls ?? EtcdTLS() : nil)
         self.init(endpoints: endpoints, timeout: timeout, credentials: options.user.map { (user: $0, password: options.password ?? "") },
-                  transport: transport, faults: faults)
+                  transport: wrap(transport), faults: faults)
     }
 
     /// Says once per process and set of endpoints, on standard error, that they are cleartext.
@@ -156,6 +163,21 @@ final class EtcdClient: @unchecked Sendable {
             if attempt % endpoints.count == 0 { Thread.sleep(forTimeInterval: min(0.05 * Double(attempt / endpoints.count), 0.5)) }
         }
         throw EtcdError.unavailable(endpoints: endpoints.map(\.description), detail: lastProblem)
+    }
+
+    /// Opens `request` on the `attempt`th endpoint (counting round the list), with the
+    /// authentication token: see ``EtcdTransport/watch(_:on:token:receive:)``. ``EtcdWatch``
+    /// keeps the policy (which member next, from which revision).
+    func watch(_ request: WatchRequest, attempt: Int,
+               receive: @escaping @Sendable (EtcdEndpoint, Result<WatchResponse, EtcdCallError>) -> Void) throws -> any EtcdStream {
+        let endpoint = endpoints[attempt % endpoints.count]
+        let token = credentials == nil ? nil : try authToken(deadline: .now + timeout)
+        return try transport.watch(request, on: endpoint, token: token) { receive(endpoint, $0) }
+    }
+
+    /// Forgets the authentication token (a member said it is invalid): the next call gets a new one.
+    func forgetToken() {
+        lock.withLock { token = nil }
     }
 
     /// Compacts the cluster's history up to `revision`; `physical` waits until the space is

@@ -140,12 +140,21 @@ public final class EtcdEngine: CoreBackedEngine, Sendable {
         EngineDeclaration(name: "etcd", capabilities: [.persistent, .multiProcess], limits: options.limits, readsOwnWrites: false)
     }
 
-    /// `nil`: the store is a key prefix on the cluster, not a directory; other hosts' commits are
-    /// found by polling (etcd's watch is the better signal, not used yet).
-    public var commitSignalDirectory: String? { nil }
+    /// A watch of the store's commit tokens, which every commit of another engine instance (in
+    /// this process, another, on another host) writes: it wakes observers as that commit applies.
+    public func makeCommitSignal() -> (any CommitSignal)? {
+        EtcdCommitSignal(client: storage.client, layout: storage.layout, instance: storage.instance)
+    }
 
     /// Opens (or creates, with `.create`) the store at `prefix` on the cluster.
-    public init(prefix: String, options: EngineOptions = EngineOptions(), etcd: EtcdOptions) throws {
+    public convenience init(prefix: String, options: EngineOptions = EngineOptions(), etcd: EtcdOptions) throws {
+        try self.init(prefix: prefix, options: options, etcd: etcd, wrappingTransport: { $0 })
+    }
+
+    /// Opens the store with its transport wrapped by `wrap`: the seam where the tests put a
+    /// transport that loses requests and answers (the product never links one).
+    init(prefix: String, options: EngineOptions, etcd: EtcdOptions,
+         wrappingTransport wrap: (any EtcdTransport) -> any EtcdTransport) throws {
         guard !prefix.isEmpty, prefix.utf8.count <= Self.maxPrefixLength else {
             throw EngineError.invalidArgument("an etcd store's prefix is 1...\(Self.maxPrefixLength) bytes, not \(prefix.utf8.count)")
         }
@@ -153,7 +162,7 @@ public final class EtcdEngine: CoreBackedEngine, Sendable {
         self.etcdOptions = etcd
         let faults = self.faults
         // Opens no connection yet: nothing to release if the claim below fails.
-        let client = try EtcdClient(etcd, timeout: options.timeout, faults: faults)
+        let client = try EtcdClient(etcd, timeout: options.timeout, faults: faults, wrapping: wrap)
         var opened: EtcdStorage?
         let identity = "etcd://" + client.endpoints.map(\.description).sorted().joined(separator: ",") + "/" + prefix
         core = try CoreEngine(declaration: Self.declaration(etcd), path: prefix, options: options, claiming: identity) { context in

@@ -288,23 +288,16 @@ final class LeaseKeeper: @unchecked Sendable {
 }
 
 /// Defects a test can switch on, to show that the engine's checks catch them, and the work a
-/// test can count.
+/// test can count. Requests and answers lost on the way are not here: the tests wrap the
+/// engine's transport in one that loses them (`LossyTransport`, which the product never links).
 // Unchecked: each switch is a `Guarded` box (its own lock), never replaced.
 @_spi(Testing)
 public final class EtcdFaults: @unchecked Sendable {
     public init() {}
 
-    /// The next `n` commits are sent, then treated as timed out before their answer arrives
-    /// (the cluster applies them): the ambiguous outcome the commit token resolves.
-    @Guarded public var loseCommitAnswers = 0
-
     /// Resolves an unknown commit outcome without reading the commit token: the broken variant
     /// the ambiguous-commit test must catch.
     @Guarded public var skipCommitTokenCheck = false
-
-    /// The next `n` commits are treated as timed out without being sent: their outcome is
-    /// unknown to the engine, which must find the lock still its own and send them again.
-    @Guarded public var loseCommitRequests = 0
 
     /// Reverse scans send one descending request over the rest of their range, as etcd's own
     /// clients do: the broken variant the reverse-scan cost test must catch.
@@ -323,10 +316,6 @@ public final class EtcdFaults: @unchecked Sendable {
     @Guarded public var descendingKeysRead: Int64 = 0
 
     func noteDescendingRead(keys: Int64) { _descendingKeysRead.update { $0 += keys } }
-
-    func takeLostRequest() -> Bool { Self.take(_loseCommitRequests) }
-
-    func takeLostAnswer() -> Bool { Self.take(_loseCommitAnswers) }
 
     func takeFailedRelease() -> Bool { Self.take(_failLockReleases) }
 

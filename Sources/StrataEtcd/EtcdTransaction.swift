@@ -173,13 +173,6 @@ final class EtcdTransaction: BufferedStorageWriteTransaction {
     /// outcome is unknown, and `mustRetry` when the lock was no longer ours (nothing applied).
     @discardableResult
     private func send(_ request: TxnRequest, deadline: ContinuousClock.Instant) throws -> Int64 {
-        if storage.faults.takeLostRequest() {
-            throw Ambiguous(detail: "the commit request was lost before it reached the cluster (injected fault)")
-        }
-        if storage.faults.takeLostAnswer() {
-            _ = try? storage.call(request, idempotent: false, deadline: deadline, what: "committing")
-            throw Ambiguous(detail: "the answer to the commit was lost (injected fault)")
-        }
         let answer: TxnResponse
         do {
             answer = try storage.call(request, idempotent: false, deadline: deadline, what: "committing")

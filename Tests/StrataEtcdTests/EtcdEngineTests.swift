@@ -54,11 +54,11 @@ struct EtcdEngineTests {
     /// Increments `rounds` times, every commit's answer lost after the cluster applied it, retrying
     /// the increments the engine reports as not applied (`mustRetry`); returns the counter.
     private func incrementsWithLostAnswers(rounds: Int, skipTokenCheck: Bool) throws -> UInt64 {
-        let engine = try EtcdEngine(prefix: Clusters.prefix("ambiguous"), etcd: Clusters.options(Clusters.three))
+        let (engine, network) = try LossyTransport.engine(prefix: Clusters.prefix("ambiguous"), etcd: Clusters.options(Clusters.three))
         defer { try? engine.close() }
         engine.faults.skipCommitTokenCheck = skipTokenCheck
         for _ in 0..<rounds {
-            engine.faults.loseCommitAnswers = 1
+            network.loseAnswers = 1
             while true {
                 do {
                     try increment(engine)
@@ -67,7 +67,7 @@ struct EtcdEngineTests {
                     continue
                 }
             }
-            #expect(engine.faults.loseCommitAnswers == 0, "the fault was used")
+            #expect(network.loseAnswers == 0, "the fault was used")
         }
         return try counter(engine)
     }
@@ -80,13 +80,13 @@ struct EtcdEngineTests {
 
     @Test("a commit whose request is lost before it reaches the cluster is found not applied (the lock still ours) and sent again: once")
     func lostRequestIsSentAgain() throws {
-        let engine = try EtcdEngine(prefix: Clusters.prefix("lost-request"), etcd: Clusters.options(Clusters.three))
+        let (engine, network) = try LossyTransport.engine(prefix: Clusters.prefix("lost-request"), etcd: Clusters.options(Clusters.three))
         defer { try? engine.close() }
         let rounds = TestScale.count(10, full: 100)
         for _ in 0..<rounds {
-            engine.faults.loseCommitRequests = 1
+            network.loseRequests = 1
             try increment(engine)
-            #expect(engine.faults.loseCommitRequests == 0, "the fault was used")
+            #expect(network.loseRequests == 0, "the fault was used")
         }
         #expect(try counter(engine) == UInt64(rounds))
     }

@@ -22,7 +22,7 @@ final class DroppingEngine: KeyValueEngine, Sendable {
     var engineName: String { inner.engineName }
     var capabilities: EngineCapabilities { inner.capabilities }
     var limits: EngineLimits { inner.limits }
-    var commitSignalDirectory: String? { inner.commitSignalDirectory }
+    func makeCommitSignal() -> (any CommitSignal)? { inner.makeCommitSignal() }
 
     init(_ inner: any KeyValueEngine, drops: @escaping Rule = { _, _ in false }, fails: @escaping Rule = { _, _ in false },
          failsCommit: @escaping @Sendable (_ wrote: Bool) -> Bool = { _ in false }) {

@@ -230,6 +230,41 @@ struct UserGrantRoleRequest: EtcdRequest {
     var role: String
 }
 
+// MARK: Watch
+
+/// `Watch` (its create request): a stream of the changes to the key `key`, or to the keys of
+/// `[key, rangeEnd)`, from `startRevision` on (0: from the next revision). Not an
+/// ``EtcdRequest``: it is answered by a stream (``EtcdTransport/watch(_:on:token:receive:)``).
+struct WatchRequest: WireMessage, Equatable {
+    typealias Response = WatchResponse
+    var key: [UInt8]
+    var rangeEnd: [UInt8]?
+    var startRevision: Int64 = 0
+}
+
+/// One message of a watch stream: the changes of one or more whole revisions, in order, or a
+/// notice (created, canceled).
+struct WatchResponse: Sendable, Equatable {
+    var header = ResponseHeader()
+    var created = false
+    /// The member ended the watch (then `compactRevision` or `cancelReason` says why).
+    var canceled = false
+    /// Not 0: the revisions asked for were compacted away; the oldest still kept is this one.
+    var compactRevision: Int64 = 0
+    var cancelReason = ""
+    var events: [WatchEvent] = []
+}
+
+/// One change of a watch stream: a put or a delete of a key, at a revision.
+struct WatchEvent: Sendable, Equatable {
+    var deleted = false
+    var key: [UInt8]
+    /// The new value (empty for a delete).
+    var value: [UInt8] = []
+    /// The revision of the change.
+    var revision: Int64
+}
+
 /// An answer the engine reads nothing from but its success.
 struct Empty: Sendable, Equatable {}
 

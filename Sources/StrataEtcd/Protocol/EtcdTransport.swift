@@ -6,8 +6,21 @@ protocol EtcdTransport: Sendable {
     /// the answer until `deadline`.
     func send<R: EtcdRequest>(_ request: R, to endpoint: EtcdEndpoint, token: String?,
                               deadline: ContinuousClock.Instant) throws(EtcdCallError) -> R.Response
+    /// Opens a watch (``WatchRequest``) on `endpoint` (with the authentication `token`, when
+    /// given). `receive` is handed each message of the stream, in order, on the transport's
+    /// threads (it must not block them), then once the failure that ended it: a member ends a
+    /// watch only by failing (a stream that closes is a failure too; a cancel is a message).
+    /// Fails at once only when the stream cannot be started (closed transport).
+    func watch(_ request: WatchRequest, on endpoint: EtcdEndpoint, token: String?,
+               receive: @escaping @Sendable (Result<WatchResponse, EtcdCallError>) -> Void) throws(EtcdCallError) -> any EtcdStream
+
     /// Drops every connection.
     func close()
+}
+
+/// A stream a transport opened (a watch): cancelling it ends it, without a last `receive`.
+protocol EtcdStream: Sendable {
+    func cancel()
 }
 
 /// Why one request to one member failed.

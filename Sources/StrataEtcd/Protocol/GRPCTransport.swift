@@ -71,12 +71,7 @@ final class GRPCTransport: EtcdTransport, Sendable {
 
     func send<R: EtcdRequest>(_ request: R, to endpoint: EtcdEndpoint, token: String?,
                               deadline: ContinuousClock.Instant) throws(EtcdCallError) -> R.Response {
-        let member: Member
-        do {
-            member = try self.member(endpoint)
-        } catch {
-            throw .notSent("\(endpoint): \(error)")
-        }
+        let member = try self.member(endpoint)
         let client = member.client
         let message = request.wire
         let written = Written()
@@ -129,6 +124,58 @@ final class GRPCTransport: EtcdTransport, Sendable {
         throw .notSent("\(endpoint): \(TLSDiagnosis.describe(error))")
     }
 
+    func watch(_ request: WatchRequest, on endpoint: EtcdEndpoint, token: String?,
+               receive: @escaping @Sendable (Result<WatchResponse, EtcdCallError>) -> Void) throws(EtcdCallError) -> any EtcdStream {
+        let member = try self.member(endpoint)
+        let client = member.client
+        let message = request.wire
+        var metadata = Metadata()
+        if let token { metadata.addString(token, forKey: "token") }
+        // A member without a leader would keep the watch open and silent: etcd ends it instead
+        // (its own client asks the same, `WithRequireLeader`).
+        metadata.addString("true", forKey: "hasleader")
+        var options = CallOptions.defaults
+        options.waitForReady = false
+        options.maxResponseMessageBytes = Self.largestMessage
+        // The request side stays open while the watch lives (closing it would end the watch).
+        let (open, keepOpen) = AsyncStream<Never>.makeStream()
+        let task = Task(executorPreference: executor) {
+            var failure: EtcdCallError
+            do {
+                try await client.bidirectionalStreaming(
+                    request: StreamingClientRequest(of: Etcdserverpb_WatchRequest.self, metadata: metadata) { writer in
+                        try await writer.write(message)
+                        for await _ in open {}
+                    },
+                    descriptor: WatchRequest.method, serializer: ProtobufSerializer<Etcdserverpb_WatchRequest>(),
+                    deserializer: ProtobufDeserializer<Etcdserverpb_WatchResponse>(), options: options
+                ) { response in
+                    for try await answer in response.messages { receive(.success(WatchRequest.answer(answer))) }
+                }
+                failure = .notSent("\(endpoint): the watch stream ended")
+            } catch let error as RPCError where error.message.hasPrefix("etcdserver:") || error.message.hasPrefix("grpc:") {
+                failure = .server(EtcdServerError(code: error.code.rawValue, message: error.message))
+            } catch {
+                failure = .notSent("\(endpoint): \(TLSDiagnosis.describe(error))")
+            }
+            guard !Task.isCancelled else { return }
+            if case .notSent = failure { self.drop(member, of: endpoint) }
+            receive(.failure(failure))
+        }
+        return Stream(task: task, keepOpen: keepOpen)
+    }
+
+    /// A watch's task, and the end of its request side.
+    private struct Stream: EtcdStream {
+        let task: Task<Void, Never>
+        let keepOpen: AsyncStream<Never>.Continuation
+
+        func cancel() {
+            task.cancel()
+            keepOpen.finish()
+        }
+    }
+
     func close() {
         let open = members.withLock { members in
             closed.withLock { $0 = true }
@@ -164,13 +211,19 @@ final class GRPCTransport: EtcdTransport, Sendable {
     private static let largestMessage = 1 << 30
 
     /// The client of `endpoint`, made (and set connecting) on first use; none once closed.
-    private func member(_ endpoint: EtcdEndpoint) throws -> Member {
-        try members.withLock { members in
-            if let member = members[endpoint] { return member }
-            guard !closed.withLock({ $0 }) else { throw EtcdCallError.notSent("the engine's connections are closed") }
-            let member = try Member(endpoint, security: security, config: config, executor: executor)
-            members[endpoint] = member
-            return member
+    private func member(_ endpoint: EtcdEndpoint) throws(EtcdCallError) -> Member {
+        do {
+            return try members.withLock { members in
+                if let member = members[endpoint] { return member }
+                guard !closed.withLock({ $0 }) else { throw EtcdCallError.notSent("\(endpoint): the engine's connections are closed") }
+                let member = try Member(endpoint, security: security, config: config, executor: executor)
+                members[endpoint] = member
+                return member
+            }
+        } catch let error as EtcdCallError {
+            throw error
+        } catch {
+            throw .notSent("\(endpoint): \(error)")
         }
     }
 

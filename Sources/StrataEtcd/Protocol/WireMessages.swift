@@ -298,6 +298,32 @@ extension UserGrantRoleRequest {
     static func answer(_ wire: Etcdserverpb_AuthUserGrantRoleResponse) -> Empty { Empty() }
 }
 
+// MARK: Watch
+
+extension WatchRequest {
+    static var method: MethodDescriptor { Etcdserverpb_Watch.Method.Watch.descriptor }
+    static var isStream: Bool { true }
+
+    var wire: Etcdserverpb_WatchRequest {
+        var create = Etcdserverpb_WatchCreateRequest()
+        create.key = Data(key)
+        if let rangeEnd { create.rangeEnd = Data(rangeEnd) }
+        create.startRevision = startRevision
+        var wire = Etcdserverpb_WatchRequest()
+        wire.createRequest = create
+        return wire
+    }
+
+    static func answer(_ wire: Etcdserverpb_WatchResponse) -> WatchResponse {
+        WatchResponse(
+            header: ResponseHeader(wire.header), created: wire.created, canceled: wire.canceled, compactRevision: wire.compactRevision,
+            cancelReason: wire.cancelReason,
+            events: wire.events.map { event in
+                WatchEvent(deleted: event.type == .delete, key: Array(event.kv.key), value: Array(event.kv.value), revision: event.kv.modRevision)
+            })
+    }
+}
+
 extension ResponseHeader {
     fileprivate init(_ wire: Etcdserverpb_ResponseHeader) {
         self.init(revision: wire.revision, memberID: wire.memberID)

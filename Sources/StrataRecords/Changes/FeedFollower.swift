@@ -1,16 +1,13 @@
 import Foundation
 import StrataEngine
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Brings other processes' commits to this store's observed queries, through the change feed.
 ///
 /// While queries are observed on an engine other processes may write to
 /// (``EngineCapabilities/multiProcess``: LMDB, SQLite, etcd) and the store's change feed is on, a
 /// thread of the store reads the feed on from where the queries' first snapshots were read. It
-/// wakes when the engine's ``KeyValueEngine/commitSignalDirectory`` changes (inotify) and at least
-/// every ``Store/otherProcessPolling`` (etcd, and a fallback). Chunks this store wrote are
+/// wakes when the engine's commit signal (``KeyValueEngine/makeCommitSignal()``: inotify on the
+/// store's directory, etcd's watch) fires, and at least every ``Store/otherProcessPolling``. Chunks this store wrote are
 /// skipped (their writer is this store's identity): its own commits are delivered as they commit.
 /// Other processes' changes are delivered as one commit, read under the writer gate with the
 /// records as they are then (so a commit of this process is never overtaken by an older state),
@@ -71,12 +68,12 @@ final class FeedFollower: Sendable {
 
     /// The thread's loop, until the store closes or is gone (`store` holds it weakly).
     private func run(_ store: () -> Store?) {
-        let watch = store()?.engine.commitSignalDirectory.flatMap(Self.watch)
-        defer { if let watch { close(watch) } }
+        let signal = store()?.engine.makeCommitSignal()
+        defer { signal?.close() }
         while true {
             let (interval, stopped) = state.withLock { ($0.interval, $0.stopped) }
             if stopped { return }
-            Self.wait(watch, interval)
+            if let signal { signal.wait(upTo: interval) } else { Thread.sleep(forTimeInterval: Double(ChangeLog.milliseconds(interval)) / 1000) }
             guard let store = store() else { return }
             do {
                 try turn(store)
@@ -166,43 +163,12 @@ final class FeedFollower: Sendable {
             if page.isAtEnd { return (foreign, position) }
         }
     }
-
-    // MARK: Waking
-
-    /// An inotify descriptor watching `directory` for writes, or `nil` (then the interval alone).
-    private static func watch(_ directory: String) -> Int32? {
-        #if canImport(Glibc)
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { return nil }
-        let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE)
-        guard inotify_add_watch(fd, directory, mask) >= 0 else {
-            close(fd)
-            return nil
-        }
-        return fd
-        #else
-        return nil
-        #endif
-    }
-
-    /// Waits until `watch` reports a write or `interval` passes, then drains the reports.
-    private static func wait(_ watch: Int32?, _ interval: Duration) {
-        let milliseconds = Int32(clamping: ChangeLog.milliseconds(interval))
-        guard let watch else {
-            usleep(UInt32(clamping: Int(milliseconds) * 1000))
-            return
-        }
-        var poller = pollfd(fd: watch, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, max(1, milliseconds)) > 0 else { return }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while read(watch, &buffer, buffer.count) > 0 {}
-    }
 }
 
 extension Store {
     /// How often a store with observed queries looks at the change feed for other processes'
-    /// commits at most (by default every 100 ms; on LMDB and SQLite, a commit also wakes it at
-    /// once, through inotify on the store's directory).
+    /// commits at most (by default every 100 ms); another process's commit also wakes it at once
+    /// (inotify on the store's directory on LMDB and SQLite, a watch on etcd).
     public var otherProcessPolling: Duration {
         get { follower.interval }
         set { follower.interval = newValue }
