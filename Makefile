@@ -31,7 +31,7 @@ test: deps
 	bash Tests/Docs/code-blocks.sh README.md Sources/*/*.docc/*.md
 	bash Tests/Fixtures/check-sqlite-only.sh
 	.build/debug/strata conformance --engine all
-	.build/debug/strata-etcd conformance --members 3 --differential 2000
+	.build/debug/strata-etcd conformance --members 3 --differential 1000
 	.build/debug/strata-etcd conformance --members 1 --transforms compression,encryption --differential 0
 	.build/debug/strata-etcd bench --records 300 --operations 20 --members 1 --engines lmdb --output .build/bench-etcd-smoke
 	.build/debug/strata bench --records 300 --scans 20 --sync-transactions 5 --rounds 2 --output .build/bench-smoke

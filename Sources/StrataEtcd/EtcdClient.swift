@@ -165,13 +165,14 @@ final class EtcdClient: @unchecked Sendable {
         throw EtcdError.unavailable(endpoints: endpoints.map(\.description), detail: lastProblem)
     }
 
-    /// Opens `request` on the `attempt`th endpoint (counting round the list), with the
-    /// authentication token: see ``EtcdTransport/watch(_:on:token:receive:)``. ``EtcdWatch``
-    /// keeps the policy (which member next, from which revision).
-    func watch(_ request: WatchRequest, attempt: Int,
+    /// Opens `request` on the `attempt`th endpoint after the preferred one (counting round the
+    /// list), with the authentication token, fetched by `deadline` when there is none: see
+    /// ``EtcdTransport/watch(_:on:token:receive:)``. ``EtcdWatch`` keeps the policy (which
+    /// member next, from which revision).
+    func watch(_ request: WatchRequest, attempt: Int, deadline: ContinuousClock.Instant,
                receive: @escaping @Sendable (EtcdEndpoint, Result<WatchResponse, EtcdCallError>) -> Void) throws -> any EtcdStream {
-        let endpoint = endpoints[attempt % endpoints.count]
-        let token = credentials == nil ? nil : try authToken(deadline: .now + timeout)
+        let endpoint = lock.withLock { endpoints[(preferred + attempt) % endpoints.count] }
+        let token = credentials == nil ? nil : try authToken(deadline: min(deadline, .now + timeout))
         return try transport.watch(request, on: endpoint, token: token) { receive(endpoint, $0) }
     }
 

@@ -4,9 +4,11 @@ import StrataEngine
 /// The changes to a range of the cluster's keys from a revision on: one stream that outlives
 /// the members carrying it.
 ///
-/// A member ends a watch by failing (killed, cut off, left without a leader) or by cancelling
-/// it. Then the watch opens again on the next endpoint, from the revision after the last change
-/// it received, after a pause that grows while members keep failing (50 ms to 1 s): every
+/// A member ends a watch by failing (killed, left without a leader) or by cancelling it; a member
+/// that freezes or is cut off says nothing, so the stream asks for progress every 5 s and counts
+/// one silent for ``silenceLimit`` as failed. Then the watch opens again on the next endpoint,
+/// from the revision after the last change it received, after a pause that grows while members
+/// keep failing (50 ms to 1 s): every
 /// change is delivered once, in revision order, whichever members carried it (etcd sends all
 /// the changes of one revision in one message). When the revisions it still needs were
 /// compacted away, it fails with ``EtcdError/historyCompacted(from:compactedTo:)``: the
@@ -23,7 +25,8 @@ final class EtcdWatch: @unchecked Sendable {
     private let rangeEnd: [UInt8]?
     private let condition = NSCondition()
     private var received: [WatchEvent] = []
-    /// The first revision not received yet (0 until the first stream says which is next).
+    /// The first revision not received yet (0 until the first stream opens: then the revision
+    /// after the cluster's current one).
     private var from: Int64
     private var stream: (any EtcdStream)?
     /// A stream is being opened (outside the lock).
@@ -36,6 +39,12 @@ final class EtcdWatch: @unchecked Sendable {
     private var pause: Duration = .zero
     private var failure: EtcdError?
     private var cancelled = false
+    /// When the open stream last brought a message (or opened).
+    private var lastHeard = ContinuousClock.now
+
+    /// How long an open stream may stay silent before it counts as failed: three of its
+    /// progress requests unanswered.
+    static let silenceLimit = GRPCTransport.watchProgressInterval * 3
     /// Why the last stream ended (for diagnostics).
     private(set) var lastProblem: String?
 
@@ -64,11 +73,15 @@ final class EtcdWatch: @unchecked Sendable {
             }
             let now = ContinuousClock.now
             if stream == nil && !opening && now >= retryAt {
-                open()
+                open(by: deadline)
+                continue
+            }
+            if stream != nil && now - lastHeard > Self.silenceLimit {
+                broken("no answer to the watch's progress requests for \(Self.silenceLimit) (a member frozen or cut off)")
                 continue
             }
             if now >= deadline { break }
-            let until = stream == nil && !opening ? min(deadline, retryAt) : deadline
+            let until = stream == nil && !opening ? min(deadline, retryAt) : min(deadline, lastHeard + Self.silenceLimit)
             _ = condition.wait(until: Date(timeIntervalSinceNow: seconds(now.duration(to: until))))
         }
         return []
@@ -85,31 +98,40 @@ final class EtcdWatch: @unchecked Sendable {
         open?.cancel()
     }
 
-    /// Opens the next stream (called with the lock held; releases it meanwhile).
-    private func open() {
+    /// Opens the next stream by `deadline` (called with the lock held; releases it meanwhile).
+    /// A watch from "the next revision" first learns which that is, so that a stream that fails
+    /// before saying it cannot make the next one skip what was committed in between.
+    private func open(by deadline: ContinuousClock.Instant) {
         generation += 1
         let mine = generation
-        let request = WatchRequest(key: key, rangeEnd: rangeEnd, startRevision: from)
+        var start = from
         let attempt = self.attempt
         opening = true
         condition.unlock()
         var opened: (any EtcdStream)?
         var problem: String?
         do {
-            opened = try client.watch(request, attempt: attempt) { [weak self] endpoint, message in
+            if start == 0 {
+                start = try client.call(RangeRequest(key: key, countOnly: true), idempotent: true, deadline: deadline).header.revision + 1
+            }
+            let request = WatchRequest(key: key, rangeEnd: rangeEnd, startRevision: start)
+            opened = try client.watch(request, attempt: attempt, deadline: deadline) { [weak self] endpoint, message in
                 self?.take(message, from: endpoint, generation: mine)
             }
         } catch {
             problem = "opening the watch: \(error)"
         }
         condition.lock()
+        defer { condition.broadcast() }
         opening = false
+        if from == 0 { from = start }
         if let problem {
             broken(problem)
         } else if cancelled || generation != mine || failure != nil {
             opened?.cancel()
         } else {
             stream = opened
+            lastHeard = .now
         }
     }
 
@@ -123,15 +145,17 @@ final class EtcdWatch: @unchecked Sendable {
             if invalidToken { client.forgetToken() }
         }
         guard mine == generation, !cancelled, failure == nil else { return }
+        lastHeard = .now
         switch message {
         case .success(let answer) where answer.compactRevision > 0:
             failure = .historyCompacted(from: from, compactedTo: answer.compactRevision)
             stream?.cancel()
             stream = nil
         case .success(let answer) where answer.canceled:
+            // etcd refuses a watch (a token expired, a permission missing) by cancelling it.
+            invalidToken = EtcdServerError(code: 0, message: answer.cancelReason).kind == .invalidToken
             broken("\(endpoint): the member cancelled the watch (\(answer.cancelReason))")
         case .success(let answer):
-            if answer.created && from == 0 { from = answer.header.revision + 1 }
             // A stream opened at `from` sends nothing older; a later stream of a member that
             // lags sends nothing older either: etcd answers from the revision asked for.
             let fresh = answer.events.filter { $0.revision >= from }
@@ -192,7 +216,6 @@ final class EtcdCommitSignal: CommitSignal {
                 return
             }
         }
-        Thread.sleep(forTimeInterval: seconds(timeout))
     }
 
     func close() {

@@ -19,8 +19,9 @@ private func revision(_ client: EtcdClient) throws -> Int64 {
 
 @Suite("etcd watch", .serialized)
 struct EtcdWatchTests {
-    @Test("a watch delivers every change once, in revision order, though the member carrying it is killed mid-stream")
-    func resumesAcrossAKilledMember() throws {
+    @Test("a watch delivers every change once, in revision order, though the member carrying it is killed or frozen mid-stream (a frozen one is found by its silence to progress requests)",
+          arguments: ["kill", "freeze"])
+    func resumesAcrossAFailedMember(failure: String) throws {
         let cluster = try LocalCluster(members: 3)
         defer { cluster.stop() }
         let options = Clusters.options(cluster)
@@ -44,12 +45,20 @@ struct EtcdWatchTests {
         let total = 60
         for _ in 1...20 { try increment(engine, key) }
         try read(until: 20)
-        #expect(watch.lastProblem == nil, "one stream carried the first 20 changes")
-        cluster.kill(0)
+        // Idle past the silence limit: a live member answers the progress requests.
+        #expect(try watch.next(until: .now + EtcdWatch.silenceLimit + .seconds(5)).isEmpty)
+        #expect(watch.lastProblem == nil, "one stream carried the first 20 changes and stayed open while idle: \(watch.lastProblem ?? "")")
+        if failure == "kill" {
+            cluster.kill(0)
+        } else {
+            let pid = try #require(cluster.pid(0))
+            kill(pid, SIGSTOP)
+        }
+        defer { if failure == "freeze", let pid = cluster.pid(0) { kill(pid, SIGCONT) } }
         for _ in 21...total { try increment(engine, key) }
         try read(until: total)
         #expect(seen == Array(1...total), "each change once, in order: \(seen)")
-        #expect(watch.lastProblem != nil, "the killed member's stream ended and the watch went on on another")
+        #expect(watch.lastProblem != nil, "the failed member's stream ended and the watch went on on another")
     }
 
     @Test("a watch from a revision compacted away fails with historyCompacted, naming both revisions")

@@ -14,11 +14,12 @@ protocol EtcdTransport: Sendable {
     func watch(_ request: WatchRequest, on endpoint: EtcdEndpoint, token: String?,
                receive: @escaping @Sendable (Result<WatchResponse, EtcdCallError>) -> Void) throws(EtcdCallError) -> any EtcdStream
 
-    /// Drops every connection.
+    /// Drops every connection and cancels every stream.
     func close()
 }
 
-/// A stream a transport opened (a watch): cancelling it ends it, without a last `receive`.
+/// A stream a transport opened (a watch): cancelling it ends it. A message or the failure
+/// already on its way may still reach `receive` after the cancel; the receiver ignores them.
 protocol EtcdStream: Sendable {
     func cancel()
 }

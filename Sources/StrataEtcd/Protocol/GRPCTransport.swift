@@ -2,6 +2,7 @@ import Foundation
 internal import GRPCCore
 internal import GRPCNIOTransportHTTP2Posix
 internal import GRPCProtobuf
+internal import NIOCore
 internal import NIOSSL
 import StrataEngine
 internal import SwiftProtobuf
@@ -29,6 +30,8 @@ final class GRPCTransport: EtcdTransport, Sendable {
     private let config: HTTP2ClientTransport.Posix.Config
     private let tls: EtcdTLS?
     private let closed = Locked(false)
+    /// The open watch streams, cancelled at close (a graceful shutdown would wait for them).
+    private let streams = Locked<[UUID: Stream]>([:])
 
     /// A transport over TLS as `tls` says, or over cleartext when it is `nil`. Reads the
     /// certificate and key files now: a file that is missing, unreadable or does not hold what
@@ -137,15 +140,21 @@ final class GRPCTransport: EtcdTransport, Sendable {
         var options = CallOptions.defaults
         options.waitForReady = false
         options.maxResponseMessageBytes = Self.largestMessage
-        // The request side stays open while the watch lives (closing it would end the watch).
-        let (open, keepOpen) = AsyncStream<Never>.makeStream()
+        // The request side stays open while the watch lives, asking for progress.
+        let id = UUID()
         let task = Task(executorPreference: executor) {
+            defer { _ = self.streams.withLock { $0.removeValue(forKey: id) } }
             var failure: EtcdCallError
             do {
                 try await client.bidirectionalStreaming(
                     request: StreamingClientRequest(of: Etcdserverpb_WatchRequest.self, metadata: metadata) { writer in
                         try await writer.write(message)
-                        for await _ in open {}
+                        var progress = Etcdserverpb_WatchRequest()
+                        progress.progressRequest = Etcdserverpb_WatchProgressRequest()
+                        while true {
+                            try await Self.sleep(Self.watchProgressInterval)
+                            try await writer.write(progress)
+                        }
                     },
                     descriptor: WatchRequest.method, serializer: ProtobufSerializer<Etcdserverpb_WatchRequest>(),
                     deserializer: ProtobufDeserializer<Etcdserverpb_WatchResponse>(), options: options
@@ -162,18 +171,24 @@ final class GRPCTransport: EtcdTransport, Sendable {
             if case .notSent = failure { self.drop(member, of: endpoint) }
             receive(.failure(failure))
         }
-        return Stream(task: task, keepOpen: keepOpen)
+        let stream = Stream(task: task)
+        let refused = closed.withLock { closed in
+            // Registered under the closed flag's lock: a close after this cancels it.
+            if !closed { streams.withLock { $0[id] = stream } }
+            return closed
+        }
+        if refused {
+            stream.cancel()
+            throw .notSent("\(endpoint): the engine's connections are closed")
+        }
+        return stream
     }
 
-    /// A watch's task, and the end of its request side.
+    /// A watch's task: cancelling it ends the call, both its sides.
     private struct Stream: EtcdStream {
         let task: Task<Void, Never>
-        let keepOpen: AsyncStream<Never>.Continuation
 
-        func cancel() {
-            task.cancel()
-            keepOpen.finish()
-        }
+        func cancel() { task.cancel() }
     }
 
     func close() {
@@ -182,6 +197,7 @@ final class GRPCTransport: EtcdTransport, Sendable {
             defer { members = [:] }
             return Array(members.values)
         }
+        for stream in streams.withLock({ streams in defer { streams = [:] }; return Array(streams.values) }) { stream.cancel() }
         for member in open { member.close() }
     }
 
@@ -199,10 +215,31 @@ final class GRPCTransport: EtcdTransport, Sendable {
     /// The connections' settings: `serverName` as the authority (and TLS server name), and
     /// every request flushed at once (grpc-swift coalesces flushes by default, which delays a
     /// lone request: each of the engine's callers waits for its answer).
+    ///
+    /// No HTTP/2 keepalive: grpc-swift-nio-transport 2.9 sent no ping on a connection whose only
+    /// stream was a watch (measured: a watch on a frozen member stayed open 60 s), and pings on
+    /// idle connections count against etcd's enforcement policy (a GOAWAY). A watch asks for
+    /// progress instead (``watchProgressInterval``).
     private static func config(serverName: String?) -> HTTP2ClientTransport.Posix.Config {
         .defaults { config in
             config.http2.authority = serverName
             config.connection.flushCoalescing = nil
+        }
+    }
+
+    /// How often a watch asks its member for progress (`WatchProgressRequest`): each answer shows
+    /// the member alive, so a silent one is found (``EtcdWatch``) though no change arrives.
+    static let watchProgressInterval: Duration = .seconds(5)
+
+    /// Waits `delay` on an event loop of the engine's group (`Task.sleep` would wake on the
+    /// cooperative pool); ends early, throwing, when the task is cancelled.
+    private static func sleep(_ delay: Duration) async throws {
+        let scheduled = EventLoopTaskExecutor.group.next().scheduleTask(in: .nanoseconds(Int64(delay.components.seconds) * 1_000_000_000
+            + delay.components.attoseconds / 1_000_000_000)) {}
+        try await withTaskCancellationHandler {
+            try await scheduled.futureResult.get()
+        } onCancel: {
+            scheduled.cancel()
         }
     }
 

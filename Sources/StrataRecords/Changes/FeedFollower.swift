@@ -29,6 +29,8 @@ final class FeedFollower: Sendable {
         /// tests and diagnostics.
         var failures = 0
         var lastFailure: (any Error)?
+        /// What the thread waits on; closed by `stop()`, which so wakes it.
+        var signal: (any CommitSignal)?
     }
     private let state = Locked(State())
 
@@ -63,13 +65,23 @@ final class FeedFollower: Sendable {
     /// How many turns failed with an engine error, and the last such error.
     var failures: (count: Int, last: (any Error)?) { state.withLock { ($0.failures, $0.lastFailure) } }
 
-    /// Stops the thread (at the store's close).
-    func stop() { state.withLock { $0.stopped = true } }
+    /// Stops the thread (at the store's close), waking it from its wait.
+    func stop() {
+        state.withLock { state in
+            state.stopped = true
+            return state.signal
+        }?.close()
+    }
 
     /// The thread's loop, until the store closes or is gone (`store` holds it weakly).
     private func run(_ store: () -> Store?) {
         let signal = store()?.engine.makeCommitSignal()
         defer { signal?.close() }
+        let stopped = state.withLock { state in
+            state.signal = signal
+            return state.stopped
+        }
+        if stopped { return }
         while true {
             let (interval, stopped) = state.withLock { ($0.interval, $0.stopped) }
             if stopped { return }
