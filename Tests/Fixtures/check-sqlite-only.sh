@@ -3,7 +3,7 @@
 # declared with @IndexKeyRecord and @Index, imported without the umbrella module) and StrataSQLite, from
 # scratch, and checks that nothing of LMDB or LevelDB is built or linked: the build's commands
 # compile StrataSQLite but never mention CLMDB, CLevelDB, StrataLMDB or StrataLevelDB, and ldd of
-# the binary shows libsqlite3 but neither liblmdb nor libleveldb. Run by make test.
+# the binary shows libsqlite3 but neither liblmdb nor libleveldb. Run by make check-modular (CI).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
