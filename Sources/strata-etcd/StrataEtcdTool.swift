@@ -104,13 +104,16 @@ struct EtcdConformance: ParsableCommand {
     @Option(help: "Run only the record cases, their values through these transforms, in order: compression (StrataCompression), encryption (StrataEncryption), comma-separated.")
     var transforms: String?
 
+    @Flag(inversion: .prefixedNo, help: "Whether the local cluster speaks mutual TLS (--no-tls: cleartext, for runs about something else).")
+    var tls = true
+
     func run() throws {
         var local: LocalCluster?
         let endpoints: [String]
         if cluster.endpoints != nil {
             endpoints = cluster.endpointList
         } else {
-            local = try LocalCluster(members: cluster.members, flags: ConformanceLimits.flags)
+            local = try LocalCluster(members: cluster.members, flags: ConformanceLimits.flags, tls: tls ? LocalCluster.TLS() : nil)
             endpoints = local!.endpoints
             print("started a local cluster of \(cluster.members): \(endpoints.joined(separator: ","))")
         }
