@@ -59,7 +59,7 @@ public final class DirectoryCommitSignal: CommitSignal {
     /// closed, then drains the reports (several writes of one commit wake once). After
     /// ``close()``, returns at once.
     public func wait(upTo timeout: Duration) {
-        let milliseconds = Int32(clamping: max(1, Int64(timeout.components.seconds) * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
+        let milliseconds = Int32(clamping: max(1, timeout.wholeMilliseconds))
         let descriptors = state.withLock { state -> (Int32, Int32)? in
             guard !state.closed else { return nil }
             state.waiting += 1

@@ -317,16 +317,7 @@ public final class EtcdFaults: @unchecked Sendable {
 
     func noteDescendingRead(keys: Int64) { _descendingKeysRead.update { $0 += keys } }
 
-    func takeFailedRelease() -> Bool { Self.take(_failLockReleases) }
-
-    /// Uses one of a fault's remaining occurrences, if any.
-    private static func take(_ remaining: Guarded<Int>) -> Bool {
-        remaining.update { count in
-            guard count > 0 else { return false }
-            count -= 1
-            return true
-        }
-    }
+    func takeFailedRelease() -> Bool { _failLockReleases.take() }
 }
 
 /// A value read and written under a lock (the fault switches are set by tests while engine
@@ -345,4 +336,15 @@ public final class Guarded<Value: Sendable>: @unchecked Sendable {
 
     /// Reads and changes the value in one locked step.
     func update<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
+}
+
+extension Guarded where Value == Int {
+    /// Uses one of a fault's remaining occurrences, if any: whether there was one.
+    public func take() -> Bool {
+        update { count in
+            guard count > 0 else { return false }
+            count -= 1
+            return true
+        }
+    }
 }

@@ -82,7 +82,7 @@ final class EtcdWatch: @unchecked Sendable {
             }
             if now >= deadline { break }
             let until = stream == nil && !opening ? min(deadline, retryAt) : min(deadline, lastHeard + Self.silenceLimit)
-            _ = condition.wait(until: Date(timeIntervalSinceNow: seconds(now.duration(to: until))))
+            _ = condition.wait(until: Date(timeIntervalSinceNow: now.duration(to: until).secondsValue))
         }
         return []
     }
@@ -224,9 +224,4 @@ final class EtcdCommitSignal: CommitSignal {
             return watch
         }?.cancel()
     }
-}
-
-/// `duration` in seconds.
-private func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }

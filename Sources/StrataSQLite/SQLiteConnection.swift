@@ -71,8 +71,7 @@ final class SQLiteConnection {
         }
         handle = db
         // Writers from other processes are waited on, up to the timeout, not reported at once.
-        let (seconds, attoseconds) = timeout.components
-        sqlite3_busy_timeout(db, Int32(clamping: seconds * 1_000 + attoseconds / 1_000_000_000_000_000))
+        sqlite3_busy_timeout(db, Int32(clamping: timeout.wholeMilliseconds))
     }
 
     deinit {

@@ -43,7 +43,7 @@ final class ProgressLine {
     private func write(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
 
     static func text(_ label: String, _ p: InspectionProgress) -> String {
-        let seconds = Double(p.elapsed.components.seconds) + Double(p.elapsed.components.attoseconds) / 1e18
+        let seconds = p.elapsed.secondsValue
         let rate = seconds > 0 ? Double(p.done) / seconds : 0
         let percent = p.total > 0 ? 100 * p.done / p.total : 100
         var text = "\(label): \(p.done) of \(p.total) pairs (\(percent)%), \(Int(rate)) pairs/s, \(String(format: "%.1f", seconds)) s elapsed"

@@ -23,11 +23,11 @@ final class LossyTransport: EtcdTransport, @unchecked Sendable {
     func send<R: EtcdRequest>(_ request: R, to endpoint: EtcdEndpoint, token: String?,
                               deadline: ContinuousClock.Instant) throws(EtcdCallError) -> R.Response {
         guard affects(request) else { return try wrapped.send(request, to: endpoint, token: token, deadline: deadline) }
-        if Self.take(_loseRequests) {
+        if _loseRequests.take() {
             throw .mayHaveApplied("\(endpoint): the connection broke as the request was written (LossyTransport lost it)")
         }
         let answer = try wrapped.send(request, to: endpoint, token: token, deadline: deadline)
-        if Self.take(_loseAnswers) {
+        if _loseAnswers.take() {
             throw .mayHaveApplied("\(endpoint): the connection broke before the answer arrived (LossyTransport lost it)")
         }
         return answer
@@ -39,14 +39,6 @@ final class LossyTransport: EtcdTransport, @unchecked Sendable {
     }
 
     func close() { wrapped.close() }
-
-    private static func take(_ remaining: Guarded<Int>) -> Bool {
-        remaining.update { count in
-            guard count > 0 else { return false }
-            count -= 1
-            return true
-        }
-    }
 
     /// Opens the etcd store at `prefix` over a lossy transport that affects its commits (the
     /// transactions that write an engine instance's commit token).

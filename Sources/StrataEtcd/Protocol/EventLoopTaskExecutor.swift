@@ -45,8 +45,7 @@ final class EventLoopTaskExecutor: TaskExecutor {
             outcome.value.withLock { $0 = value }
             outcome.done.signal()
         }
-        let left = ContinuousClock.now.duration(to: deadline).components
-        let nanoseconds = max(left.seconds * 1_000_000_000 + left.attoseconds / 1_000_000_000, 0)
+        let nanoseconds = max(ContinuousClock.now.duration(to: deadline).wholeNanoseconds, 0)
         let cancel = loop.scheduleTask(in: .nanoseconds(nanoseconds)) { task.cancel() }
         outcome.done.wait()
         cancel.cancel()

@@ -31,7 +31,9 @@ final class GRPCTransport: EtcdTransport, Sendable {
     private let tls: EtcdTLS?
     private let closed = Locked(false)
     /// The open watch streams, cancelled at close (a graceful shutdown would wait for them).
-    private let streams = Locked<[UUID: Stream]>([:])
+    /// A stream's task can end before `watch` registers it (a refused connect fails at once):
+    /// it then leaves `.ended`, and the registration takes that mark away instead of adding it.
+    private let streams = Locked<[UUID: StreamEntry]>([:])
 
     /// A transport over TLS as `tls` says, or over cleartext when it is `nil`. Reads the
     /// certificate and key files now: a file that is missing, unreadable or does not hold what
@@ -143,7 +145,11 @@ final class GRPCTransport: EtcdTransport, Sendable {
         // The request side stays open while the watch lives, asking for progress.
         let id = UUID()
         let task = Task(executorPreference: executor) {
-            defer { _ = self.streams.withLock { $0.removeValue(forKey: id) } }
+            defer {
+                self.streams.withLock { streams in
+                    if streams.removeValue(forKey: id) == nil { streams[id] = .ended }
+                }
+            }
             var failure: EtcdCallError
             do {
                 try await client.bidirectionalStreaming(
@@ -174,7 +180,11 @@ final class GRPCTransport: EtcdTransport, Sendable {
         let stream = Stream(task: task)
         let refused = closed.withLock { closed in
             // Registered under the closed flag's lock: a close after this cancels it.
-            if !closed { streams.withLock { $0[id] = stream } }
+            if !closed {
+                streams.withLock { streams in
+                    if streams.removeValue(forKey: id) == nil { streams[id] = .open(stream) }
+                }
+            }
             return closed
         }
         if refused {
@@ -182,6 +192,12 @@ final class GRPCTransport: EtcdTransport, Sendable {
             throw .notSent("\(endpoint): the engine's connections are closed")
         }
         return stream
+    }
+
+    /// A watch stream as ``streams`` knows it: open, or ended before it was registered.
+    private enum StreamEntry {
+        case open(Stream)
+        case ended
     }
 
     /// A watch's task: cancelling it ends the call, both its sides.
@@ -197,7 +213,8 @@ final class GRPCTransport: EtcdTransport, Sendable {
             defer { members = [:] }
             return Array(members.values)
         }
-        for stream in streams.withLock({ streams in defer { streams = [:] }; return Array(streams.values) }) { stream.cancel() }
+        let watches = streams.withLock { streams in defer { streams = [:] }; return Array(streams.values) }
+        for case .open(let stream) in watches { stream.cancel() }
         for member in open { member.close() }
     }
 
@@ -234,8 +251,7 @@ final class GRPCTransport: EtcdTransport, Sendable {
     /// Waits `delay` on an event loop of the engine's group (`Task.sleep` would wake on the
     /// cooperative pool); ends early, throwing, when the task is cancelled.
     private static func sleep(_ delay: Duration) async throws {
-        let scheduled = EventLoopTaskExecutor.group.next().scheduleTask(in: .nanoseconds(Int64(delay.components.seconds) * 1_000_000_000
-            + delay.components.attoseconds / 1_000_000_000)) {}
+        let scheduled = EventLoopTaskExecutor.group.next().scheduleTask(in: .nanoseconds(delay.wholeNanoseconds)) {}
         try await withTaskCancellationHandler {
             try await scheduled.futureResult.get()
         } onCancel: {

@@ -48,7 +48,7 @@ enum ChangeLog {
 
         init(feed: Int, retention: ChangeFeedRetention) {
             self.feed = feed
-            maxAgeMilliseconds = retention.maxAge.map { UInt64(max(1, ChangeLog.milliseconds($0))) } ?? 0
+            maxAgeMilliseconds = retention.maxAge.map { UInt64(max(1, $0.wholeMilliseconds)) } ?? 0
             maxCommits = retention.maxCommits.map { UInt64(max(1, $0)) } ?? 0
         }
 
@@ -211,11 +211,6 @@ enum ChangeLog {
     }
 
     static func milliseconds(_ date: Date) -> UInt64 { UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down))) }
-
-    /// Whole milliseconds of `duration` (rounded down).
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-    }
 
     // MARK: Writing and trimming
 

@@ -85,7 +85,7 @@ final class FeedFollower: Sendable {
         while true {
             let (interval, stopped) = state.withLock { ($0.interval, $0.stopped) }
             if stopped { return }
-            if let signal { signal.wait(upTo: interval) } else { Thread.sleep(forTimeInterval: Double(ChangeLog.milliseconds(interval)) / 1000) }
+            if let signal { signal.wait(upTo: interval) } else { Thread.sleep(forTimeInterval: interval.secondsValue) }
             guard let store = store() else { return }
             do {
                 try turn(store)
