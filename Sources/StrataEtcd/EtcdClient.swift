@@ -22,6 +22,10 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No member could be reached over TLS: the handshake with each failed (`problem` says why
     /// for the last one tried). Nothing was sent. See ``EtcdTLS``.
     case tls(endpoint: String, problem: EtcdTLS.Problem, detail: String)
+    /// A member answered what etcd never answers (`detail` says what: a key outside the range
+    /// asked for, keys out of order, more keys than the limit, a missing operation's answer): it
+    /// is damaged or is not etcd. Nothing of the answer was used.
+    case unexpectedAnswer(endpoint: String, detail: String)
 
     public var description: String {
         switch self {
@@ -37,6 +41,8 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
             return "etcd watch from revision \(from): the cluster's history was compacted up to revision \(compactedTo), so the changes in between are lost"
         case let .tls(endpoint, problem, detail):
             return "etcd TLS failed with \(endpoint): \(problem) (\(detail))"
+        case let .unexpectedAnswer(endpoint, detail):
+            return "etcd member \(endpoint) answered what etcd never answers: \(detail); nothing of it was used"
         }
     }
 }
@@ -113,7 +119,9 @@ final class EtcdClient: @unchecked Sendable {
     /// A request that is `idempotent` is sent again (to the next endpoint) after any failure,
     /// until the deadline. One that is not is sent again only when it cannot have reached a
     /// server; otherwise ``Ambiguous`` is thrown and the caller resolves the outcome. A server's
-    /// refusal is thrown as ``EtcdServerError``.
+    /// refusal is thrown as ``EtcdServerError``. An answer that breaks what etcd promises
+    /// (``EtcdRequest/problem(with:)``) is ``EtcdError/unexpectedAnswer(endpoint:detail:)``, or
+    /// ``Ambiguous`` for a request that is not idempotent (it may have applied).
     ///
     /// With several endpoints, one attempt lasts at most ``attemptLimit`` (unless `wholeDeadline`,
     /// for requests that may rightly take long, such as a physical compaction): a member that is
@@ -132,7 +140,13 @@ final class EtcdClient: @unchecked Sendable {
             let attemptDeadline = sliced ? min(deadline, .now + attemptLimit) : deadline
             let token = credentials == nil ? nil : try authToken(deadline: attemptDeadline)
             do {
-                return try transport.send(request, to: endpoint, token: token, deadline: attemptDeadline)
+                let answer = try transport.send(request, to: endpoint, token: token, deadline: attemptDeadline)
+                if let problem = request.problem(with: answer) {
+                    // Nothing of it is used. A commit's outcome is then unknown: it is resolved.
+                    if !idempotent { throw Ambiguous(detail: "\(endpoint): an answer etcd never gives: \(problem)") }
+                    throw EtcdError.unexpectedAnswer(endpoint: endpoint.description, detail: problem)
+                }
+                return answer
             } catch EtcdCallError.tls(let problem, let detail) {
                 tlsRefusals += 1
                 if tlsRefusals >= endpoints.count { throw EtcdError.tls(endpoint: endpoint.description, problem: problem, detail: detail) }

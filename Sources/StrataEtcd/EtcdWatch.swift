@@ -155,6 +155,10 @@ final class EtcdWatch: @unchecked Sendable {
             // etcd refuses a watch (a token expired, a permission missing) by cancelling it.
             invalidToken = EtcdServerError(code: 0, message: answer.cancelReason).kind == .invalidToken
             broken("\(endpoint): the member cancelled the watch (\(answer.cancelReason))")
+        case .success(let answer) where WatchRequest(key: key, rangeEnd: rangeEnd, startRevision: from).problem(with: answer) != nil:
+            // Not what etcd sends: the member is failing (or is not etcd); the next one takes over.
+            let problem = WatchRequest(key: key, rangeEnd: rangeEnd, startRevision: from).problem(with: answer) ?? ""
+            broken("\(endpoint): \(problem)")
         case .success(let answer):
             // A stream opened at `from` sends nothing older; a later stream of a member that
             // lags sends nothing older either: etcd answers from the revision asked for.

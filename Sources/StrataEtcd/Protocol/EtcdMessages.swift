@@ -270,7 +270,11 @@ struct Empty: Sendable, Equatable {}
 
 /// A request of etcd's API: its answer's type, and its wire form (``WireMessage``: etcd's gRPC
 /// method and protobuf messages, for the transport that carries it).
-protocol EtcdRequest: WireMessage, Equatable where Response: Sendable {}
+protocol EtcdRequest: WireMessage, Equatable where Response: Sendable {
+    /// Why `answer` cannot be the answer to this request (it breaks what etcd promises), or
+    /// `nil` when it can (`AnswerCheck.swift`; by default every answer can).
+    func problem(with answer: Response) -> String?
+}
 
 extension RequestOp {
     /// A range operation reading the one key `key`.

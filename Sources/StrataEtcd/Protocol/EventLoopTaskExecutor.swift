@@ -21,7 +21,8 @@ final class EventLoopTaskExecutor: TaskExecutor {
     /// The etcd engine's event loops (one per core, 2 to 4): its connections and its tasks.
     static let group = MultiThreadedEventLoopGroup(numberOfThreads: min(max(System.coreCount, 2), 4))
 
-    private let loop: any EventLoop
+    /// The loop the tasks run on; the transport puts its connections on it too.
+    let loop: any EventLoop
     private static let loops: [any EventLoop] = Array(group.makeIterator())
 
     init(_ loop: any EventLoop = EventLoopTaskExecutor.group.next()) {
