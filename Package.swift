@@ -111,7 +111,7 @@ let package = Package(
             ],
             exclude: ["Protocol/Wire/etcd.proto", "Protocol/Wire/generate.sh"]
         ),
-        .target(name: "StrataEtcdCluster"),
+        .target(name: "StrataEtcdCluster", dependencies: ["StrataEtcd"]),
 
         // The order-preserving key codec: a leaf (its key ranges live in the record layer).
         .target(name: "StrataKeyCodec"),

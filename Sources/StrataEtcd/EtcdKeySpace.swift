@@ -100,19 +100,12 @@ public final class EtcdKeySpace: Sendable {
         try translated(at: revision, what) { try client.call(request, idempotent: true, wholeDeadline: wholeDeadline) }
     }
 
-    /// Runs `body`, throwing etcd's refusals as public errors: no space `diskFull`, no permission
-    /// `permissionDenied`, a compacted `revision` `snapshotCompacted`, any other `engineFailure`
-    /// with etcd's code and message and `what` was being done.
+    /// Runs `body`, throwing etcd's refusals as public errors (``EtcdServerError/publicError(at:what:keeping:compactedRevision:)``).
     private func translated<R>(at revision: Int64?, _ what: String, _ body: () throws -> R) throws -> R {
         do {
             return try body()
         } catch let error as EtcdServerError {
-            switch error.kind {
-            case .noSpace: throw EngineError.diskFull(path: "etcd cluster")
-            case .permissionDenied: throw EngineError.permissionDenied(path: "etcd cluster", detail: error.message)
-            case .compacted where revision != nil: throw EtcdError.snapshotCompacted(revision: revision!)
-            default: throw EngineError.engineFailure(engine: "etcd", code: error.code, message: error.message, operation: what)
-            }
+            throw error.publicError(at: "etcd cluster", what: what, compactedRevision: revision)
         }
     }
 }

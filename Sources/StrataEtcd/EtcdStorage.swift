@@ -193,16 +193,10 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
         try call(TxnRequest(compare: compare, success: success, failure: failure), idempotent: idempotent, deadline: deadline, what: what)
     }
 
-    /// The one place an etcd answer becomes a Strata error (server errors the engine does not
-    /// handle itself: lease and ambiguity are handled where they occur).
+    /// etcd's refusal as the store's error; the lease and compaction refusals stay as they are
+    /// (their callers handle them: a lease granted again, a snapshot's own revision named).
     func translate(_ error: EtcdServerError, what: String) -> Error {
-        switch error.kind {
-        case .noSpace: return EngineError.diskFull(path: "etcd cluster (store \(location))")
-        case .tooLarge: return EngineError.transactionTooLarge(what: "operations or bytes for the cluster (\(error.message))", limit: 0)
-        case .permissionDenied: return EngineError.permissionDenied(path: "etcd store \(location)", detail: error.message)
-        case .leaseNotFound, .compacted: return error
-        default: return EngineError.engineFailure(engine: "etcd", code: error.code, message: error.message, operation: what)
-        }
+        error.publicError(at: "etcd cluster (store \(location))", what: what, keeping: [.leaseNotFound, .compacted])
     }
 }
 

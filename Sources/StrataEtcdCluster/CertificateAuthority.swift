@@ -51,12 +51,20 @@ private func openssl(_ arguments: [String]) throws {
         throw ClusterError("no openssl at /usr/bin/openssl: install the Debian package openssl")
     }
     process.arguments = arguments
-    let output = Pipe()
+    // Its output goes to a file, not a pipe: a process another thread starts meanwhile (an etcd
+    // member) can inherit the pipe's write end, and reading to the end would wait for that
+    // process to exit (a test run hung so, starting a cluster while another made certificates).
+    let log = NSTemporaryDirectory() + "strata-openssl-\(UUID().uuidString).log"
+    guard FileManager.default.createFile(atPath: log, contents: nil), let output = FileHandle(forWritingAtPath: log) else {
+        throw ClusterError("cannot write \(log) for openssl's output")
+    }
+    defer { try? FileManager.default.removeItem(atPath: log) }
     process.standardOutput = output
     process.standardError = output
     try process.run()
-    let text = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    try? output.close()
+    let text = FileManager.default.contents(atPath: log) ?? Data()
     guard process.terminationStatus == 0 else {
         throw ClusterError("openssl \(arguments.prefix(2).joined(separator: " ")) failed: \(String(decoding: text, as: UTF8.self).suffix(600))")
     }

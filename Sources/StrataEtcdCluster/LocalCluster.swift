@@ -279,6 +279,13 @@ public struct ClusterError: Error, CustomStringConvertible {
 
 /// Starts `executable` with `arguments`, its output appended to `log`, in a process group of its
 /// own (a terminal's Ctrl-C reaches the test runner, which stops the members itself).
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later; not in Swift's Glibc
+/// module): the child closes every descriptor from the one given on.
+private let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()
+
 private func spawn(_ executable: String, _ arguments: [String], log: String) throws -> Int32 {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -286,6 +293,9 @@ private func spawn(_ executable: String, _ arguments: [String], log: String) thr
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_APPEND | O_CREAT, 0o644)
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    // Nothing else of this process's: a member holding the write end of another thread's pipe
+    // would keep that pipe's reader from its end of file for as long as the member runs.
+    _ = closeFrom?(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }

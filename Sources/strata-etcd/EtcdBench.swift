@@ -48,7 +48,7 @@ struct EtcdBench: ParsableCommand {
         for count in members {
             let cluster = try LocalCluster(members: count, tls: tls ? LocalCluster.TLS() : nil)
             defer { cluster.stop() }
-            let options = EtcdOptions(endpoints: cluster.endpoints, tls: cluster.certificates.map(TLSOptions.settings(of:)))
+            let options = EtcdOptions(endpoints: cluster.endpoints, tls: cluster.clientTLS)
             let store = try Store(engine: try EtcdEngine(prefix: "bench", options: EngineOptions(mode: .create), etcd: options))
             rows += try measure("etcd \(count)\(tls ? " tls" : "")", store)
             try store.close()

@@ -45,7 +45,7 @@ struct ClusterOptions: ParsableArguments {
 
     /// Options for `endpoints`, with the TLS files given, or else `local`'s.
     func options(endpoints: [String], local: LocalCluster? = nil) -> EtcdOptions {
-        EtcdOptions(endpoints: endpoints, tls: tls.settings ?? local?.certificates.map(TLSOptions.settings(of:)), leaseTTL: leaseTTL,
+        EtcdOptions(endpoints: endpoints, tls: tls.settings ?? local?.clientTLS, leaseTTL: leaseTTL,
                     maxTransactionOperations: maxTxnOps, maxRequestBytes: maxRequestBytes)
     }
 }
@@ -64,17 +64,6 @@ struct TLSOptions: ParsableArguments {
     /// The settings the flags give, or `nil` when none is given.
     var settings: EtcdTLS? {
         cacert == nil && cert == nil && key == nil ? nil : EtcdTLS(caFile: cacert, certificateFile: cert, keyFile: key)
-    }
-
-    /// Settings that trust a local cluster's authority and offer its client certificate.
-    static func settings(of certificates: LocalCluster.Certificates) -> EtcdTLS {
-        EtcdTLS(caFile: certificates.caFile, certificateFile: certificates.clientCertificateFile, keyFile: certificates.clientKeyFile)
-    }
-
-    /// The flags that give `tls` to another run of the tool.
-    static func arguments(_ tls: EtcdTLS?) -> [String] {
-        guard let tls else { return [] }
-        return (tls.caFile.map { ["--cacert", $0] } ?? []) + (tls.certificateFile.map { ["--cert", $0] } ?? []) + (tls.keyFile.map { ["--key", $0] } ?? [])
     }
 }
 
@@ -171,7 +160,7 @@ struct EtcdConformancePeer: ParsableCommand {
         [
             "conformance-peer", "--endpoints", options.endpoints.joined(separator: ","),
             "--max-txn-ops", String(options.maxTransactionOperations), "--max-request-bytes", String(options.maxRequestBytes),
-        ] + TLSOptions.arguments(options.tls)
+        ] + (options.tls?.toolArguments ?? [])
     }
 }
 

@@ -18,20 +18,11 @@ enum Clusters {
         return EtcdOptions(endpoints: cluster.endpoints, tls: tls(cluster), leaseTTL: leaseTTL)
     }
 
-    /// Settings that trust `cluster`'s authority and offer its client certificate (`nil` for a
-    /// cleartext cluster).
-    static func tls(_ cluster: LocalCluster) -> EtcdTLS? {
-        cluster.certificates.map { EtcdTLS(caFile: $0.caFile, certificateFile: $0.clientCertificateFile, keyFile: $0.clientKeyFile) }
-    }
+    static func tls(_ cluster: LocalCluster) -> EtcdTLS? { cluster.clientTLS }
 
     /// The flags of `strata-etcd` that reach the cluster `options` names: its endpoints and TLS files.
     static func toolArguments(_ options: EtcdOptions) -> [String] {
-        var arguments = ["--endpoints", options.endpoints.joined(separator: ",")]
-        if let tls = options.tls {
-            arguments += (tls.caFile.map { ["--cacert", $0] } ?? []) + (tls.certificateFile.map { ["--cert", $0] } ?? [])
-                + (tls.keyFile.map { ["--key", $0] } ?? [])
-        }
-        return arguments
+        ["--endpoints", options.endpoints.joined(separator: ",")] + (options.tls?.toolArguments ?? [])
     }
 
     static func prefix(_ name: String) -> String { "tests/\(name)/\(UUID().uuidString)" }

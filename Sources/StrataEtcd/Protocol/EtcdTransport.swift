@@ -1,3 +1,5 @@
+import StrataEngine
+
 /// Carries requests of etcd's API (``EtcdRequest``) to one member and brings back its answer:
 /// the seam between the engine's typed etcd protocol and the wire. ``EtcdClient`` keeps the
 /// policy over it (failover across endpoints, deadlines, authentication, ambiguous commits).
@@ -53,7 +55,7 @@ struct EtcdServerError: Error, CustomStringConvertible {
 
     /// The errors the engine handles. etcd tells most of them apart by their message only (its
     /// own Go client matches the same texts, `rpctypes`): this is the one place that reads them.
-    enum Kind: Sendable, Equatable {
+    enum Kind: Sendable, Hashable {
         /// Refused before it could apply, or outcome unknown inside the cluster (leader lost, timed
         /// out): gRPC `Unavailable` and `DeadlineExceeded`, and a proposal Raft dropped (code 2,
         /// `Unknown`, during leader changes; never applied).
@@ -100,4 +102,22 @@ struct EtcdServerError: Error, CustomStringConvertible {
     var mayHaveApplied: Bool { [2, 4, 12, 13, 14, 15].contains(code) }
 
     var description: String { "etcd error \(code): \(message)" }
+}
+
+extension EtcdServerError {
+    /// The one place etcd's refusal becomes one of Strata's public errors: no space `diskFull`,
+    /// too many operations or bytes `transactionTooLarge`, no permission `permissionDenied` (each
+    /// naming `location`), a compacted revision `snapshotCompacted` when the caller names the
+    /// revision it read at; the kinds in `keeping` stay as they are (their callers handle them);
+    /// any other `engineFailure`, with etcd's code and message and `what` was being done.
+    func publicError(at location: String, what: String, keeping: Set<Kind> = [], compactedRevision: Int64? = nil) -> any Error {
+        if keeping.contains(kind) { return self }
+        switch kind {
+        case .noSpace: return EngineError.diskFull(path: location)
+        case .tooLarge: return EngineError.transactionTooLarge(what: "operations or bytes for the cluster (\(message))", limit: 0)
+        case .permissionDenied: return EngineError.permissionDenied(path: location, detail: message)
+        case .compacted where compactedRevision != nil: return EtcdError.snapshotCompacted(revision: compactedRevision!)
+        default: return EngineError.engineFailure(engine: "etcd", code: code, message: message, operation: what)
+        }
+    }
 }
