@@ -120,8 +120,9 @@ final class EtcdClient: @unchecked Sendable {
     /// until the deadline. One that is not is sent again only when it cannot have reached a
     /// server; otherwise ``Ambiguous`` is thrown and the caller resolves the outcome. A server's
     /// refusal is thrown as ``EtcdServerError``. An answer that breaks what etcd promises
-    /// (``EtcdRequest/problem(with:)``) is ``EtcdError/unexpectedAnswer(endpoint:detail:)``, or
-    /// ``Ambiguous`` for a request that is not idempotent (it may have applied).
+    /// (``EtcdRequest/problem(with:)``) sends an idempotent request to the next endpoint, and
+    /// is ``EtcdError/unexpectedAnswer(endpoint:detail:)`` once every endpoint gave one; for a
+    /// request that is not idempotent it is ``Ambiguous`` (it may have applied).
     ///
     /// With several endpoints, one attempt lasts at most ``attemptLimit`` (unless `wholeDeadline`,
     /// for requests that may rightly take long, such as a physical compaction): a member that is
@@ -135,18 +136,24 @@ final class EtcdClient: @unchecked Sendable {
         var attempt = 0
         /// TLS handshakes refused in a row: once every endpoint refused one, waiting cannot help.
         var tlsRefusals = 0
+        /// Answers refused (``EtcdRequest/problem(with:)``): once every endpoint gave one, the
+        /// call fails with ``EtcdError/unexpectedAnswer(endpoint:detail:)``.
+        var refusedAnswers = 0
         while ContinuousClock.now < deadline {
             let endpoint = lock.withLock { endpoints[preferred] }
             let attemptDeadline = sliced ? min(deadline, .now + attemptLimit) : deadline
             let token = credentials == nil ? nil : try authToken(deadline: attemptDeadline)
             do {
                 let answer = try transport.send(request, to: endpoint, token: token, deadline: attemptDeadline)
-                if let problem = request.problem(with: answer) {
-                    // Nothing of it is used. A commit's outcome is then unknown: it is resolved.
-                    if !idempotent { throw Ambiguous(detail: "\(endpoint): an answer etcd never gives: \(problem)") }
-                    throw EtcdError.unexpectedAnswer(endpoint: endpoint.description, detail: problem)
-                }
-                return answer
+                guard let problem = request.problem(with: answer) else { return answer }
+                // Nothing of it is used. A commit's outcome is then unknown: it is resolved. A
+                // read goes to the next member, until every one has answered so.
+                if !idempotent { throw Ambiguous(detail: "\(endpoint): an answer etcd never gives: \(problem)") }
+                refusedAnswers += 1
+                if refusedAnswers >= endpoints.count { throw EtcdError.unexpectedAnswer(endpoint: endpoint.description, detail: problem) }
+                lastProblem = "\(endpoint): an answer etcd never gives: \(problem)"
+                failedOver(from: endpoint)
+                continue
             } catch EtcdCallError.tls(let problem, let detail) {
                 tlsRefusals += 1
                 if tlsRefusals >= endpoints.count { throw EtcdError.tls(endpoint: endpoint.description, problem: problem, detail: detail) }

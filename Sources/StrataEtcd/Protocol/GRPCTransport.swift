@@ -85,6 +85,7 @@ final class GRPCTransport: EtcdTransport, Sendable {
     func send<R: EtcdRequest>(_ request: R, to endpoint: EtcdEndpoint, token: String?,
                               deadline: ContinuousClock.Instant) throws(EtcdCallError) -> R.Response {
         let member = try self.member(endpoint)
+        defer { release(member) }
         let client = member.client
         let message = request.wire
         let written = Written()
@@ -158,6 +159,7 @@ final class GRPCTransport: EtcdTransport, Sendable {
                 self.streams.withLock { streams in
                     if streams.removeValue(forKey: id) == nil { streams[id] = .ended }
                 }
+                self.release(member)
             }
             var failure: EtcdCallError
             do {
@@ -277,26 +279,27 @@ final class GRPCTransport: EtcdTransport, Sendable {
     private static let largestMessage = 1 << 30
 
     /// The client of `endpoint` for one more call, made (and set connecting) on first use and
-    /// replaced by a new one after ``callsPerConnection`` calls; none once closed.
+    /// replaced by a new one once it carried ``callsPerConnection`` calls within 30 s; none once
+    /// closed. Give the call back with ``release(_:)`` when it ends: a replaced client closes when
+    /// its last call ends (closing it at once would refuse the calls just handed it).
     private func member(_ endpoint: EtcdEndpoint) throws(EtcdCallError) -> Member {
         do {
+            let now = ContinuousClock.now
             let (member, retired) = try members.withLock { members -> (Member, Member?) in
                 var retired: Member?
                 if let member = members[endpoint] {
-                    if member.calls < Self.callsPerConnection {
-                        member.calls += 1
-                        return (member, nil)
-                    }
-                    retired = member
+                    if member.take(at: now) { return (member, nil) }
+                    member.retired = true
+                    members[endpoint] = nil
+                    if member.inFlight == 0 { retired = member }
                 }
                 guard !closed.withLock({ $0 }) else { throw EtcdCallError.notSent("\(endpoint): the engine's connections are closed") }
                 let member = try Member(endpoint, security: security, config: config, executor: executor)
-                member.calls = 1
+                _ = member.take(at: now)
                 members[endpoint] = member
                 connectionsMade.update { $0 += 1 }
                 return (member, retired)
             }
-            // Calls in flight on the retired connection finish; then it closes.
             retired?.close()
             return member
         } catch let error as EtcdCallError {
@@ -306,22 +309,53 @@ final class GRPCTransport: EtcdTransport, Sendable {
         }
     }
 
-    /// The calls one connection carries before a new one takes over, under the 200 control frames
-    /// per 30 s that swift-nio-http2 lets a peer send before it closes the connection as abusive
-    /// (`ENHANCE_YOUR_CALM`, a DoS heuristic the gRPC transport does not let us configure). etcd's
-    /// gRPC server (Go) pings with about every request it receives (to estimate the bandwidth),
-    /// so a connection busier than 200 calls in 30 s was closed under the calls in flight:
-    /// measured, one in 200 calls failed in transit (reads were sent again, commits resolved by
-    /// their token) and waited about 50 ms for a new connection. 150 leaves room for the
-    /// connection's SETTINGS and the pings of watches' progress requests (one per 5 s each).
+    /// A call on `member` ended; the last one of a replaced client closes it.
+    private func release(_ member: Member) {
+        let last = members.withLock { _ in
+            member.inFlight -= 1
+            return member.retired && member.inFlight == 0
+        }
+        if last { member.close() }
+    }
+
+    /// The calls one connection carries within 30 s before a new one takes over: under the 200
+    /// control frames per 30 s that swift-nio-http2 lets a peer send before it closes the
+    /// connection as abusive (`ENHANCE_YOUR_CALM`, a DoS heuristic the gRPC transport does not let
+    /// us configure). etcd's gRPC server (Go, serving cleartext) pings with about every request it
+    /// receives (to estimate the bandwidth), so a connection busier than 200 calls in 30 s was
+    /// closed under the calls in flight: measured, one in 200 calls failed in transit (reads were
+    /// sent again, commits resolved by their token) and waited about 50 ms for a new connection.
+    /// 150 leaves room for the connection's SETTINGS and the pings of watches' progress requests
+    /// (one per 5 s each). A connection with fewer calls in any 30 s is never replaced.
     static let callsPerConnection = 150
 
     /// One member's client and the task that runs its connections until it is shut down.
-    // Unchecked: `calls` is read and written under the transport's `members` lock only.
+    // Unchecked: the `var`s are read and written under the transport's `members` lock only.
     private final class Member: @unchecked Sendable {
         let client: GRPCClient<HTTP2ClientTransport.Posix>
-        /// The calls given this client (see ``GRPCTransport/callsPerConnection``).
-        var calls = 0
+        /// When the last ``GRPCTransport/callsPerConnection`` calls began, as a ring: the slot
+        /// the next call overwrites holds the oldest.
+        private var began: [ContinuousClock.Instant] = []
+        private var calls = 0
+        /// Calls given and not yet released.
+        var inFlight = 0
+        /// Replaced by a newer client: closes when its last call is released.
+        var retired = false
+
+        /// Counts a call beginning `now`; false (and nothing counted) when it would be the
+        /// connection's ``GRPCTransport/callsPerConnection``-th call within 30 s.
+        func take(at now: ContinuousClock.Instant) -> Bool {
+            let slot = calls % GRPCTransport.callsPerConnection
+            if began.count == GRPCTransport.callsPerConnection {
+                guard now - began[slot] >= .seconds(30) else { return false }
+                began[slot] = now
+            } else {
+                began.append(now)
+            }
+            calls += 1
+            inFlight += 1
+            return true
+        }
 
         init(_ endpoint: EtcdEndpoint, security: HTTP2ClientTransport.Posix.TransportSecurity, config: HTTP2ClientTransport.Posix.Config,
              executor: EventLoopTaskExecutor) throws {
