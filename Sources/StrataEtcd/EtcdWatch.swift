@@ -147,27 +147,28 @@ final class EtcdWatch: @unchecked Sendable {
         guard mine == generation, !cancelled, failure == nil else { return }
         lastHeard = .now
         switch message {
-        case .success(let answer) where answer.compactRevision > 0:
-            failure = .historyCompacted(from: from, compactedTo: answer.compactRevision)
-            stream?.cancel()
-            stream = nil
-        case .success(let answer) where answer.canceled:
-            // etcd refuses a watch (a token expired, a permission missing) by cancelling it.
-            invalidToken = EtcdServerError(code: 0, message: answer.cancelReason).kind == .invalidToken
-            broken("\(endpoint): the member cancelled the watch (\(answer.cancelReason))")
-        case .success(let answer) where WatchRequest(key: key, rangeEnd: rangeEnd, startRevision: from).problem(with: answer) != nil:
-            // Not what etcd sends: the member is failing (or is not etcd); the next one takes over.
-            let problem = WatchRequest(key: key, rangeEnd: rangeEnd, startRevision: from).problem(with: answer) ?? ""
-            broken("\(endpoint): \(problem)")
         case .success(let answer):
-            // A stream opened at `from` sends nothing older; a later stream of a member that
-            // lags sends nothing older either: etcd answers from the revision asked for.
-            let fresh = answer.events.filter { $0.revision >= from }
-            if let last = fresh.last {
-                from = last.revision + 1
-                received += fresh
+            if answer.compactRevision > 0 {
+                failure = .historyCompacted(from: from, compactedTo: answer.compactRevision)
+                stream?.cancel()
+                stream = nil
+            } else if answer.canceled {
+                // etcd refuses a watch (a token expired, a permission missing) by cancelling it.
+                invalidToken = EtcdServerError(code: 0, message: answer.cancelReason).kind == .invalidToken
+                broken("\(endpoint): the member cancelled the watch (\(answer.cancelReason))")
+            } else if let problem = WatchRequest(key: key, rangeEnd: rangeEnd, startRevision: from).problem(with: answer) {
+                // Not what etcd sends: the member is failing (or is not etcd); the next one takes over.
+                broken("\(endpoint): \(problem)")
+            } else {
+                // A stream opened at `from` sends nothing older; a later stream of a member that
+                // lags sends nothing older either: etcd answers from the revision asked for.
+                let fresh = answer.events.filter { $0.revision >= from }
+                if let last = fresh.last {
+                    from = last.revision + 1
+                    received += fresh
+                }
+                pause = .zero
             }
-            pause = .zero
         case .failure(let error):
             if case .server(let refusal) = error, refusal.kind == .invalidToken { invalidToken = true }
             broken("\(endpoint): \(error)")
