@@ -48,6 +48,7 @@ test: deps
 	.build/debug/strata prepare-crash-test --engine all --kills 20
 	.build/debug/strata prepare-race-test --engine all --rounds 6
 	.build/debug/strata feed-crash-test --engine all --kills 10
+	.build/debug/strata-transforms rotation-crash-test --engine all --kills 20
 
 # A user's package on the modular path (StrataRecords, StrataMacros, StrataSQLite), built from
 # scratch: neither LMDB nor LevelDB may be compiled or linked. Its own build (swift-syntax and the
@@ -175,13 +176,15 @@ bench-etcd: deps
 
 # The long crash runs: 1,000 SIGKILLs per engine during commits, 200 during index builds and migrations,
 # 50 rounds of two processes preparing one store at once, and 200 kills of writers with the change
-# feed on.
+# feed on, and 200 kills of processes rotating an encrypted store's key.
 crash: deps
 	swift build -c release --product strata
+	swift build -c release --product strata-transforms
 	.build/release/strata crash-test --engine all --kills 1000
 	.build/release/strata prepare-crash-test --engine all --kills 200
 	.build/release/strata prepare-race-test --engine all --rounds 50
 	.build/release/strata feed-crash-test --engine all --kills 200
+	.build/release/strata-transforms rotation-crash-test --engine all --kills 200
 
 # Simulated power losses: a crash writer under the recording shim (Tests/Shims/powerloss.c), disk images
 # cut at random points with unsynced writes lost, kept at random or torn, each opened without repair.

@@ -57,6 +57,7 @@ let package = Package(
         .library(name: "StrataEtcd", targets: ["StrataEtcd"]),
         .library(name: "StrataEtcdCluster", targets: ["StrataEtcdCluster"]),
         .executable(name: "strata-etcd", targets: ["strata-etcd"]),
+        .executable(name: "strata-transforms", targets: ["strata-transforms"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -198,6 +199,16 @@ let package = Package(
                 "StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance",
                 "StrataRecords", "StrataKeyCodec", "StrataBundledEngines", "StrataStoreTools", "StrataEncryption", "StrataCompression",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // The store tools for encrypted and compressed stores, key rotation and its crash test:
+        // apart from `strata`, so that `make run` builds no cryptography.
+        .executableTarget(
+            name: "strata-transforms",
+            dependencies: [
+                "StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataConformance", "StrataStoreTools",
+                "StrataEncryption", "StrataCompression", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 

@@ -57,6 +57,15 @@ public struct RecordEncryption: ValueTransform {
     /// `aes-256-gcm key <identifier>`: opening the store with another key is refused at open.
     public var name: String { "\(Self.algorithm) key \(current.idDescription)" }
 
+    /// Whether `storedName` names this encryption under a key the provider holds (the current
+    /// one or an earlier one): opening a store sealed under an earlier key then begins a key
+    /// rotation to the current one (`Store.rotateKeys`).
+    public func reads(valuesNamed storedName: String) throws -> Bool {
+        let prefix = "\(Self.algorithm) key "
+        guard storedName.hasPrefix(prefix), let id = UInt32(storedName.dropFirst(prefix.count), radix: 16) else { return false }
+        return try id == current.id || ring.provider.key(withID: id)?.id == id
+    }
+
     /// This encryption for the store whose salt is `storeSalt`: its keys are derived from yours
     /// and the salt, so values of another store (another salt) are refused.
     public func bound(toStore storeSalt: [UInt8]) throws -> any ValueTransform {

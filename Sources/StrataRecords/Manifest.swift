@@ -15,6 +15,9 @@ enum Manifest {
         /// order. Stored only when there are any, so a store without transforms has the manifest
         /// it always had, and a Strata that predates them refuses a store that has some.
         var transforms: [String] = []
+        /// While a key rotation runs (``Store/rotateKeys(batchSize:onBatch:)``): the chain it
+        /// retires, whose values are not all re-sealed yet. Stored only then, after `transforms`.
+        var retiring: [String] = []
     }
 
     static func current(_ engine: any KeyValueEngine, transforms: [String]) -> Contents {
@@ -29,6 +32,7 @@ enum Manifest {
         w.write(c.codecVersion)
         w.write(c.format)
         if !c.transforms.isEmpty { w.write(c.transforms) }
+        if !c.retiring.isEmpty { w.write(c.retiring) }
         return w.bytes
     }
 
@@ -38,6 +42,7 @@ enum Manifest {
             do {
                 var c = Contents(engine: try r.read(), codec: try r.read(), codecVersion: try r.read(), format: try r.read())
                 if !r.isAtEnd { c.transforms = try r.read() }
+                if !r.isAtEnd { c.retiring = try r.read() }
                 try r.finish()
                 return c
             } catch {
@@ -53,8 +58,12 @@ enum Manifest {
         case needsUpgrade(from: UInt32)
     }
 
-    /// Checks the manifest and the store-wide features; writes both into an empty store.
-    static func check(_ engine: any KeyValueEngine, readOnly: Bool, transforms: [String]) throws -> Found {
+    /// Checks the manifest and the store-wide features; writes both into an empty store. A
+    /// writable open with transforms that read the stored ones under other names (a cipher given a
+    /// new key and the old one) begins a key rotation: the manifest names the new chain and
+    /// retires the stored one.
+    static func check(_ engine: any KeyValueEngine, readOnly: Bool, transforms opened: [any ValueTransform]) throws -> Found {
+        let transforms = opened.map(\.name)
         let expected = current(engine, transforms: transforms)
         let found = try engine.read { tx -> (Contents?, Bool, [String], Bool) in
             let stored = try tx.get(SystemKey.manifest)
@@ -64,6 +73,7 @@ enum Manifest {
         }
         if let stored = found.0 {
             try compare(stored, expected)
+            if try rotationBegins(stored, opened: opened) && !readOnly { try beginRotation(engine, from: stored, to: transforms) }
             try refuseUnknown(found.2, in: "the store")
             if stored.format < expected.format { return .needsUpgrade(from: stored.format) }
             return found.3 ? .needsUpgrade(from: stored.format) : .current
@@ -74,6 +84,9 @@ enum Manifest {
             if let stored = try tx.get(SystemKey.manifest) {  // another process created it meanwhile
                 let contents = try decode(stored)
                 try compare(contents, expected)
+                if contents.transforms != transforms {
+                    throw RecordError.manifestMismatch(detail: "values written with the transforms \(describe(contents.transforms)), opened with \(describe(transforms))")
+                }
                 return contents.format < expected.format ? .needsUpgrade(from: contents.format) : .current
             }
             try tx.put(encode(expected), forKey: SystemKey.manifest)
@@ -98,8 +111,51 @@ enum Manifest {
         if stored.codec != expected.codec || stored.codecVersion != expected.codecVersion {
             throw RecordError.manifestMismatch(detail: "keys encoded with \(stored.codec) v\(stored.codecVersion), this Strata reads \(expected.codec) v\(expected.codecVersion)")
         }
-        if stored.transforms != expected.transforms {
-            throw RecordError.manifestMismatch(detail: "values written with the transforms \(describe(stored.transforms)), opened with \(describe(expected.transforms))")
+    }
+
+    /// Whether opening a store whose manifest is `stored` with `opened` begins a key rotation:
+    /// the chains differ in names but `opened` reads the stored one. Refuses transforms that
+    /// cannot read the store's values (the stored chain's, and while a rotation runs the chain it
+    /// retires), and a second rotation while one runs: a store holds values under at most two.
+    static func rotationBegins(_ stored: Contents, opened: [any ValueTransform]) throws -> Bool {
+        let names = opened.map(\.name)
+        if stored.transforms == names {
+            guard try stored.retiring.isEmpty || reads(opened, stored.retiring) else {
+                throw RecordError.manifestMismatch(detail: "a key rotation from \(describe(stored.retiring)) to \(describe(names)) is under way "
+                    + "(Store.rotateKeys): values not yet re-sealed need \(describe(stored.retiring)), which the transforms given cannot read")
+            }
+            return false
+        }
+        guard try reads(opened, stored.transforms) else {
+            throw RecordError.manifestMismatch(detail: "values written with the transforms \(describe(stored.transforms)), opened with \(describe(names))")
+        }
+        guard stored.retiring.isEmpty else {
+            throw RecordError.manifestMismatch(detail: "a key rotation from \(describe(stored.retiring)) to \(describe(stored.transforms)) is under way: "
+                + "finish it (Store.rotateKeys) with \(describe(stored.transforms)) before opening with \(describe(names)) (a store holds values under at most two keys)")
+        }
+        return true
+    }
+
+    /// Whether each of `opened` reads the values of the transform named at its place in `names`.
+    static func reads(_ opened: [any ValueTransform], _ names: [String]) throws -> Bool {
+        guard opened.count == names.count else { return false }
+        for (transform, name) in zip(opened, names) where !(try transform.reads(valuesNamed: name)) { return false }
+        return true
+    }
+
+    /// Names `transforms` in the manifest and retires the chain `stored` names, unless another
+    /// process did so first; a manifest changed otherwise meanwhile is refused (open again).
+    static func beginRotation(_ engine: any KeyValueEngine, from stored: Contents, to transforms: [String]) throws {
+        try engine.write { tx in
+            let now = try decode(try tx.get(SystemKey.manifest) ?? [])
+            if now.transforms == transforms && now.retiring == stored.transforms { return }
+            guard now == stored else {
+                throw RecordError.manifestMismatch(detail: "the manifest changed while the store opened (another process rotated its key?): open it again")
+            }
+            var rotating = stored
+            rotating.transforms = transforms
+            rotating.retiring = stored.transforms
+            try tx.put(encode(rotating), forKey: SystemKey.manifest)
         }
     }
 

@@ -83,7 +83,7 @@ public final class Store: Sendable {
          upgradeBatchSize: Int, onUpgradeBatch: (FormatUpgradeReport) -> Void = { _ in }) throws {
         self.engine = engine
         do {
-            switch try Manifest.check(engine, readOnly: readOnly, transforms: transforms.map(\.name)) {
+            switch try Manifest.check(engine, readOnly: readOnly, transforms: transforms) {
             case .current:
                 formatUpgrade = nil
             case .needsUpgrade(let from):

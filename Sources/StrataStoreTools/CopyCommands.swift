@@ -67,14 +67,14 @@ struct CopyArguments<Locator: StoreLocator>: ParsableArguments {
         guard batch > 0 else { throw ToolFailure("--batch: at least 1", status: ToolExit.usage) }
         let location = try locator.store(source, engine: engine)
         let target = try locator.destination(destination, engine: to, source: location)
-        let store = try location.openReadOnly()
+        let store = try location.openReadOnly(locator)
         defer { try? store.close() }
         let progress = ProgressLine("\(label) \(location.name) → \(target.name)")
         let report = try toolStep(target.name) { try store.copy(to: target.configuration, batchSize: batch, progress: progress.update) }
         progress.finish()
         print("\(label): \(report.pairs) pairs, \(report.bytes) bytes, \(report.batches) transactions, \(location.kind.name) → \(target.kind.name) at \(target.name)")
         guard verify else { return ToolExit.ok }
-        let copy = try toolStep(target.name) { try Store(target.configuration, mode: .readOnly) }
+        let copy = try toolStep(target.name) { try target.openReadOnly(locator) }
         defer { try? copy.close() }
         let check = try toolStep(target.name) { try copy.verify() }
         for problem in check.problems { print("problem: \(problem)") }

@@ -12,7 +12,7 @@ struct StoreArgument<Locator: StoreLocator>: ParsableArguments {
     /// The store, opened read-only.
     func open() throws -> (StoreLocation, Store) {
         let location = try locator.store(path, engine: engine)
-        return (location, try location.openReadOnly())
+        return (location, try location.openReadOnly(locator))
     }
 }
 
@@ -44,6 +44,8 @@ public struct StatsCommand<Locator: StoreLocator>: ParsableCommand {
             print("store \(location.name) (\(location.kind.name))")
             if let m = stats.manifest {
                 print("manifest: engine \(m.engine), keys \(m.keyCodec) v\(m.keyCodecVersion), format \(m.format)")
+                if !m.transforms.isEmpty { print("values pass through: \(m.transforms.joined(separator: ", "))") }
+                if !m.retiring.isEmpty { print("key rotation under way, retiring: \(m.retiring.joined(separator: ", "))") }
             } else {
                 print("manifest: none (an empty store)")
             }

@@ -49,10 +49,21 @@ public struct StoreLocation: Sendable {
     /// The store's engine, configured for it.
     public var configuration: EngineConfiguration { kind.configuration(path: path) }
 
-    /// Opens the store read-only: other processes may keep writing (LMDB, SQLite, etcd).
-    func openReadOnly() throws -> Store {
+    /// Opens the store read-only with the transforms `locator` gives for those its manifest
+    /// names: other processes may keep writing (LMDB, SQLite, etcd).
+    func openReadOnly(_ locator: some StoreLocator) throws -> Store {
         do {
-            return try Store(configuration, mode: .readOnly)
+            let engine = try configuration.open(EngineOptions(mode: .readOnly))
+            let transforms: [any ValueTransform]
+            do {
+                transforms = try locator.transforms(named: try Store.storedTransforms(in: engine), store: name)
+            } catch {
+                try? engine.close()
+                throw error
+            }
+            return try Store(engine: engine, readOnly: true, transforms: transforms)
+        } catch let failure as ToolFailure {
+            throw failure
         } catch EngineError.locked {
             throw ToolFailure("\(name): \(kind.name) store locked by another process; \(kind.name) allows one process at a time: inspect or back it up from inside that process (Store.verify, Store.copy(to:))")
         } catch {
@@ -83,6 +94,10 @@ public protocol StoreLocator: ParsableArguments {
     func store(_ argument: String, engine: ToolEngine?) throws -> StoreLocation
     /// The destination of a copy: `engine` is the one given with `--to`, `source` the source's.
     func destination(_ argument: String, engine: ToolEngine?, source: StoreLocation) throws -> StoreLocation
+    /// The transforms that read a store whose manifest names `stored` (``Store/storedTransforms(in:)``);
+    /// `store` names it in messages. The default reads stores without transforms and refuses the
+    /// others, naming the tool that has their keys (`strata-transforms`).
+    func transforms(named stored: (transforms: [String], retiring: [String]), store: String) throws -> [any ValueTransform]
 }
 
 extension StoreLocator {
@@ -90,6 +105,14 @@ extension StoreLocator {
 
     public func store(_ argument: String, engine: ToolEngine?) throws -> StoreLocation {
         try StoreLocation(directory: argument, engine: engine)
+    }
+
+    public func transforms(named stored: (transforms: [String], retiring: [String]), store: String) throws -> [any ValueTransform] {
+        guard stored.transforms.isEmpty else {
+            throw ToolFailure("\(store): its values pass through \(stored.transforms.joined(separator: ", ")): "
+                + "read it with strata-transforms, which takes its key (--key-file)")
+        }
+        return []
     }
 
     public func destination(_ argument: String, engine: ToolEngine?, source: StoreLocation) throws -> StoreLocation {

@@ -212,6 +212,11 @@ struct RecordFormatTests {
         }, readsBack: { bytes in
             try Manifest.decode(bytes) == Manifest.Contents(engine: "lmdb", codec: "strata-tuple", codecVersion: 1, format: 2, transforms: ["t"])
         }),
+        FormatVector(name: "the same while a rotation from the transform `s` to `t` runs", written: {
+            Manifest.encode(Manifest.Contents(engine: "lmdb", codec: "strata-tuple", codecVersion: 1, format: 2, transforms: ["t"], retiring: ["s"]))
+        }, readsBack: { bytes in
+            try Manifest.decode(bytes) == Manifest.Contents(engine: "lmdb", codec: "strata-tuple", codecVersion: 1, format: 2, transforms: ["t"], retiring: ["s"])
+        }),
         FormatVector(name: "manifest of an LMDB store", written: {
             Manifest.encode(Manifest.Contents(engine: "lmdb", codec: "strata-tuple", codecVersion: 1, format: 2))
         }, readsBack: { bytes in

@@ -37,11 +37,21 @@ public protocol ValueTransform: Sendable {
     /// bytes ``apply(_:header:to:)`` did not make with `header` (any other error is reported as
     /// ``ValueTransformError/Kind/malformed``).
     func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws
+
+    /// Whether this transform reads the bytes a transform named `storedName` wrote, though their
+    /// names differ: a cipher given a new key and still holding the key `storedName` names. A
+    /// store whose manifest names `storedName` then opens with this transform and begins a key
+    /// rotation (``Store/rotateKeys(batchSize:onBatch:)``). The default: only its own name.
+    /// Throws when it cannot tell now (a key provider that failed).
+    func reads(valuesNamed storedName: String) throws -> Bool
 }
 
 extension ValueTransform {
     /// `self`: a transform that does not depend on the store.
     public func bound(toStore storeSalt: [UInt8]) throws -> any ValueTransform { self }
+
+    /// Whether `storedName` is this transform's own name.
+    public func reads(valuesNamed storedName: String) throws -> Bool { storedName == name }
 }
 
 /// Why a ``ValueTransform`` refused stored bytes.

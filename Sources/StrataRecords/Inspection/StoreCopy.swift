@@ -121,8 +121,11 @@ extension Store {
         guard copied == digest else {
             throw StoreToolError.copyMismatch(path: location, detail: "\(copied.pairs) pairs read back, \(digest.pairs) copied")
         }
+        // A copy made while a key rotation runs keeps the chain it retires (its job's position is copied too).
+        var manifest = StrataRecords.Manifest.current(target, transforms: envelope.names)
+        manifest.retiring = try engine.read { tx in try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode)?.retiring ?? [] }
         try target.write { tx in
-            try tx.put(StrataRecords.Manifest.encode(StrataRecords.Manifest.current(target, transforms: envelope.names)), forKey: SystemKey.manifest)
+            try tx.put(StrataRecords.Manifest.encode(manifest), forKey: SystemKey.manifest)
             try StoreIdentity.drawNew(in: tx)
         }
         try target.close()

@@ -14,6 +14,11 @@ public struct StoreStatistics: Sendable, Encodable {
         public let keyCodecVersion: UInt32
         /// The store format's version (2 for this build).
         public let format: UInt32
+        /// The value transforms records are sealed with, in order (``ValueTransform/name``: `zstd`,
+        /// `aes-256-gcm key 6070e29a`); empty for a store that keeps its values as written.
+        public let transforms: [String]
+        /// While a key rotation runs (``Store/rotateKeys(batchSize:onBatch:)``): the chain it retires.
+        public let retiring: [String]
     }
 
     /// One index of a keyspace.
@@ -113,7 +118,8 @@ extension Store {
             for name in catalog.indexes.keys where keyspaces[name] == nil { keyspaces[name] = keyspace(name) }
 
             var stats = StoreStatistics(
-                manifest: manifest.map { .init(engine: $0.engine, keyCodec: $0.codec, keyCodecVersion: $0.codecVersion, format: $0.format) },
+                manifest: manifest.map { .init(engine: $0.engine, keyCodec: $0.codec, keyCodecVersion: $0.codecVersion, format: $0.format,
+                                                transforms: $0.transforms, retiring: $0.retiring) },
                 features: features, keyspaces: [], jobs: [])
             try tx.scan(SystemKey.nonSystem, reverse: false, limit: nil) { key, value in
                 try ticker.tick()

@@ -261,7 +261,7 @@ extension Store {
 
     /// The key of the record an index entry belongs to: the keyspace, then what follows the
     /// entry's `components` values (which start at `valuesStart`).
-    private static func recordKey(ofEntry key: UnsafeRawBufferPointer, valuesStart: Int, keyspace: String, components: Int) -> [UInt8]? {
+    static func recordKey(ofEntry key: UnsafeRawBufferPointer, valuesStart: Int, keyspace: String, components: Int) -> [UInt8]? {
         var reader = KeyReader(UnsafeRawBufferPointer(rebasing: key[valuesStart...]))
         for _ in 0..<components { guard (try? reader.skipComponent()) != nil else { return nil } }
         return KeyCodec.encode(keyspace) + Array(UnsafeRawBufferPointer(rebasing: reader.bytes[reader.offset...]))

@@ -24,17 +24,11 @@ public struct PreparationReport: Sendable, Hashable {
     public var batches = 0
 }
 
-/// Where a preparation stands: records handled so far and in all (each pass over the records
-/// counts them again: one per index to build and one to migrate), and what it is doing.
-public struct PreparationProgress: Sendable, Hashable {
-    /// Records handled so far, over every pass.
-    public var done = 0
-    /// Records to handle in all: the keyspace's records times the passes, as counted at the start
-    /// (raised when the work outgrows it).
-    public var total = 0
-    /// `building index byEmail`, `clearing index byOld`, `migrating records`, or `done`.
-    public var phase = "starting"
-}
+/// A running preparation (``Store/prepare(_:batchSize:onBatch:)``).
+public typealias PreparationJob = OnlineJob<PreparationReport>
+
+/// Where a preparation stands (the name it had before key rotations were jobs too).
+public typealias PreparationProgress = JobProgress
 
 extension Store {
     /// Starts the online work `R` needs and returns at once: building its write-only indexes,
@@ -46,26 +40,23 @@ extension Store {
     /// transaction that also stores the job's position. So other writers wait at most one batch,
     /// a crash or close loses nothing (the next `prepare` continues from the stored position),
     /// and two processes preparing at once take turns. Records written meanwhile keep their index
-    /// entries themselves. Watch ``PreparationJob/progress``; ``PreparationJob/wait()`` or
-    /// ``PreparationJob/report`` give the outcome. It is never started by an ordinary transaction.
+    /// entries themselves. Watch ``OnlineJob/progress``; ``OnlineJob/wait()`` or
+    /// ``OnlineJob/report`` give the outcome. It is never started by an ordinary transaction.
     ///
     /// Errors end the job: a unique index that two existing records violate stops its build
     /// with ``RecordError/uniqueViolation(type:index:value:)`` (the index stays write-only; the
     /// next `prepare` continues once one of them is changed).
     @discardableResult
     public func prepare<R: Record>(_: R.Type, batchSize: Int = 1_000,
-                                   onBatch: @escaping @Sendable (PreparationProgress) -> Void = { _ in }) -> PreparationJob {
-        let job = PreparationJob()
-        let work = UncheckedSendable { [self] in try self.runPreparation(R.self, batchSize: batchSize, job: job, onBatch: onBatch) }
-        Thread.detachNewThread { job.finish(Result { try work.value() }) }
-        return job
+                                   onBatch: @escaping @Sendable (JobProgress) -> Void = { _ in }) -> PreparationJob {
+        PreparationJob.start(JobProgress()) { [self] job in try runPreparation(R.self, batchSize: batchSize, job: job, onBatch: onBatch) }
     }
 
     static let migrating = "migrating records"
 
     /// The preparation loop, on the calling thread.
     func runPreparation<R: Record>(_: R.Type, batchSize: Int, job: PreparationJob,
-                                   onBatch: (PreparationProgress) -> Void) throws -> PreparationReport {
+                                   onBatch: (JobProgress) -> Void) throws -> PreparationReport {
         var batching = JobBatch(engine: engine, requested: batchSize)
         var report = PreparationReport()
         let keyspaceRange = KeyRange.components(prefix: KeyCodec.encode(R.recordType.keyspace))
@@ -95,73 +86,6 @@ extension Store {
         let cancelled = job.isCancelled
         job.update { $0.phase = cancelled ? "cancelled" : "done" }
         return report
-    }
-}
-
-/// A running preparation (``Store/prepare(_:batchSize:onBatch:)``).
-///
-/// `@unchecked Sendable`: every variable is guarded by `condition`.
-public final class PreparationJob: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var current = PreparationProgress()
-    private var outcome: Result<PreparationReport, any Error>?
-    private var cancelled = false
-    private var waiters: [CheckedContinuation<PreparationReport, any Error>] = []
-
-    init() {}
-
-    /// Where the job stands now.
-    public var progress: PreparationProgress { condition.withLock { current } }
-
-    /// Whether it has finished (done, failed or cancelled).
-    public var isFinished: Bool { condition.withLock { outcome != nil } }
-
-    /// Stops the job after the batch in flight (whose work commits); a later `prepare` continues.
-    public func cancel() { condition.withLock { cancelled = true } }
-
-    /// Blocks until the job finishes; returns its report or throws what stopped it.
-    @discardableResult
-    public func wait() throws -> PreparationReport {
-        condition.lock()
-        defer { condition.unlock() }
-        while outcome == nil { condition.wait() }
-        return try outcome!.get()
-    }
-
-    /// The job's report, once it finishes (or what stopped it).
-    public var report: PreparationReport {
-        get async throws {
-            try await withCheckedThrowingContinuation { continuation in
-                condition.lock()
-                if let outcome {
-                    condition.unlock()
-                    continuation.resume(with: outcome)
-                } else {
-                    waiters.append(continuation)
-                    condition.unlock()
-                }
-            }
-        }
-    }
-
-    var isCancelled: Bool { condition.withLock { cancelled } }
-
-    @discardableResult
-    func update(_ change: (inout PreparationProgress) -> Void) -> PreparationProgress {
-        condition.withLock {
-            change(&current)
-            return current
-        }
-    }
-
-    func finish(_ result: Result<PreparationReport, any Error>) {
-        condition.lock()
-        outcome = result
-        let waiting = waiters
-        waiters = []
-        condition.broadcast()
-        condition.unlock()
-        for waiter in waiting { waiter.resume(with: result) }
     }
 }
 

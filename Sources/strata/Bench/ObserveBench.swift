@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import StrataBundledEngines
+import StrataConformance
 import StrataEngine
 import StrataKeyCodec
 import StrataRecords

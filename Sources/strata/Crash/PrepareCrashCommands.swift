@@ -86,29 +86,17 @@ struct PrepareCrashTest: ParsableCommand {
     func run() throws {
         var failed = false
         for kind in engine.engines where kind.declaration.capabilities.contains(.persistent) {
-            var random = SeededRandom(seed: seed)
-            var phases: [String: Int] = [:]
-            var problems = 0
-            for round in 0..<kills {
-                let path = NSTemporaryDirectory() + "strata-prepare-crash-\(kind.name)-\(getpid())"
-                defer { try? FileManager.default.removeItem(atPath: path) }
-                try Self.makeStore(kind, path, records: records)
-                // Kill after a random number of batches: 3 × records / 25 batches in all (two builds, then migration).
-                let target = Int.random(in: 1...(3 * records / 25), using: &random)
-                let child = try ChildProcess(["prepare-writer", "--engine", kind.name, "--path", path])
-                let lines = child.waitForLines(target, seconds: 120)
-                usleep(UInt32.random(in: 0...5_000, using: &random))
-                child.kill()
-                let phase = lines.last.map { $0.split(separator: " ").dropFirst(2).joined(separator: " ") } ?? "starting"
-                phases[phase.hasPrefix("building") ? "build" : phase.hasPrefix("migrating") ? "migration" : phase, default: 0] += 1
-                if let injectFault { try Self.damage(kind, path, injectFault) }
-                if let problem = try Self.finishAndCheck(kind, path, records: records) {
-                    say("round \(round): \(problem)")
-                    problems += 1
-                }
-            }
-            let landed = phases.sorted { $0.key < $1.key }.map { "\($0.value) in \($0.key)" }.joined(separator: ", ")
-            say("\(kind.name): \(kills) kills (\(landed)), \(problems) with lost, duplicated or stale data")
+            let path = NSTemporaryDirectory() + "strata-prepare-crash-\(kind.name)-\(getpid())"
+            // Kill after a random number of batches: 3 × records / 25 batches in all (two builds, then migration).
+            let (phases, problems) = try JobCrashRounds.run(
+                path: path, kills: kills, seed: seed, batches: 3 * records / 25, arguments: ["prepare-writer", "--engine", kind.name, "--path", path],
+                setUp: { try Self.makeStore(kind, path, records: records) },
+                phase: { $0.hasPrefix("building") ? "build" : $0.hasPrefix("migrating") ? "migration" : $0 },
+                check: {
+                    if let injectFault { try Self.damage(kind, path, injectFault) }
+                    return try Self.finishAndCheck(kind, path, records: records)
+                }, say: say)
+            say("\(kind.name): \(kills) kills (\(JobCrashRounds.describe(phases))), \(problems) with lost, duplicated or stale data")
             if problems > 0 { failed = true }
         }
         if failed { throw ExitCode.failure }
@@ -161,69 +149,5 @@ struct PrepareCrashTest: ParsableCommand {
             if total != AggregateTotal(count: Int64(records), sum: sum) { return "the totals are \(total), expected count \(records), sum \(sum)" }
             return nil
         }
-    }
-}
-
-/// A child `strata` process whose output lines are collected as they come.
-///
-/// `@unchecked Sendable`: the collected lines are guarded by `lock`; `Process` and `Pipe` are set up before the reader starts.
-final class ChildProcess: @unchecked Sendable {
-    private let process = Process()
-    private let pipe = Pipe()
-    private let lock = NSLock()
-    private var partial = ""
-    private var complete: [String] = []
-    private var reader: PipeReader?
-
-    /// Starts `strata arguments`, with `environment` added to this process's environment.
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        process.arguments = arguments
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        reader = PipeReader(pipe.fileHandleForReading) { [weak self] in self?.take($0) }
-    }
-
-    private func take(_ data: Data) {
-        lock.withLock {
-            partial += String(decoding: data, as: UTF8.self)
-            while let newline = partial.firstIndex(of: "\n") {
-                complete.append(String(partial[..<newline]))
-                partial.removeSubrange(...newline)
-            }
-        }
-    }
-
-    /// The whole lines printed so far.
-    var lines: [String] { lock.withLock { complete } }
-    var isRunning: Bool { process.isRunning }
-
-    /// The signal that ended the child, once it ended by one (SIGKILL from ``kill()`` included).
-    var terminationSignal: Int32? {
-        !process.isRunning && process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
-    }
-
-    /// Waits until the child printed `count` lines (or finished, or the time ran out); the lines so far.
-    func waitForLines(_ count: Int, seconds: Double) -> [String] {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline && process.isRunning && lock.withLock({ complete.count }) < count { usleep(500) }
-        return lines
-    }
-
-    /// Waits for the child to exit by itself (SIGKILL when `seconds` pass first); every line it printed.
-    func waitForExit(seconds: Double) -> [String] {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline && process.isRunning { usleep(1_000) }
-        kill()
-        return lines
-    }
-
-    /// SIGKILL, then wait for the process and drain what it printed before dying.
-    func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        reader?.waitForEnd()
     }
 }

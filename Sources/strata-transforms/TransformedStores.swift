@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import StrataCompression
+import StrataEncryption
+import StrataRecords
+import StrataStoreTools
+
+/// The stores of the bundled on-disk engines, named by their directories, read with the
+/// transforms their manifests name: `zstd` as `RecordCompression`, `aes-256-gcm` as
+/// `RecordEncryption` under the keys given (`--key-file`, and `--previous-key-file` for values
+/// sealed under an earlier key while a rotation runs).
+struct TransformedStores: StoreLocator {
+    static let storeForms = "its directory"
+
+    @Option(help: "A file holding the store's encryption key: 32 bytes, or 64 hexadecimal digits.")
+    var keyFile: String?
+
+    @Option(help: "A file holding an earlier key (as --key-file), for values still sealed under it.")
+    var previousKeyFile: String?
+
+    func transforms(named stored: (transforms: [String], retiring: [String]), store: String) throws -> [any ValueTransform] {
+        try stored.transforms.map { name in
+            if name == RecordCompression().name { return RecordCompression() }
+            guard name.hasPrefix(RecordEncryption.algorithm + " ") else {
+                throw ToolFailure("\(store): its values pass through \(name), which this tool does not know")
+            }
+            guard let keyFile else { throw ToolFailure("\(store): its values are encrypted (\(name)): give its key with --key-file", status: ToolExit.usage) }
+            return try RecordEncryption(keys: keys(current: keyFile))
+        }
+    }
+
+    /// The key in `current`, and the one in `--previous-key-file` if given.
+    func keys(current: String) throws -> StaticKeys {
+        StaticKeys(current: try KeyFile.load(current), previous: try previousKeyFile.map { [try KeyFile.load($0)] } ?? [])
+    }
+}
+
+/// An encryption key kept in a file: its 32 bytes as they are, or as 64 hexadecimal digits
+/// (whitespace around them ignored).
+enum KeyFile {
+    static func load(_ path: String) throws -> EncryptionKey {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ToolFailure("\(path): cannot read the key file", status: ToolExit.usage) }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if data.count != 32, text.count == 64, text.allSatisfy(\.isHexDigit) {
+            var bytes: [UInt8] = []
+            var rest = Substring(text)
+            while !rest.isEmpty {
+                bytes.append(UInt8(rest.prefix(2), radix: 16)!)
+                rest = rest.dropFirst(2)
+            }
+            return try EncryptionKey(bytes: bytes)
+        }
+        do {
+            return try EncryptionKey(bytes: data)
+        } catch {
+            throw ToolFailure("\(path): a key file holds 32 bytes or 64 hexadecimal digits, this one \(data.count) bytes", status: ToolExit.usage)
+        }
+    }
+}

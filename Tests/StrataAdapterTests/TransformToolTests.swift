@@ -1,0 +1,70 @@
+import Foundation
+import StrataBundledEngines
+import StrataEncryption
+import StrataEngine
+import StrataKeyCodec
+import StrataRecords
+import Testing
+
+/// A record with a covering index (its entries hold sealed values too).
+private struct Secret: Record {
+    var id: Int
+    var text: String
+    static let recordType = RecordType(keyspace: "Secret", key: [("id", Int.self)], fields: [("text", String.fieldFormat)])
+    static let indexes = [RecordIndex<Secret>("byText", .field("text", \.text), covering: true)]
+    func writeKey(to key: inout KeyWriter) { key.append(id) }
+    func writeFields(to fields: inout FieldWriter) { fields.write(text) }
+    init(id: Int) { (self.id, text) = (id, "secret text \(id)") }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); text = try fields.read() }
+}
+
+/// The `strata-transforms` tool built beside the test bundle.
+private let transformsTool = URL(fileURLWithPath: strataTool).deletingLastPathComponent().appendingPathComponent("strata-transforms").path
+
+@Suite("strata-transforms: the store tools with keys, and key rotation from the command line")
+struct TransformToolTests {
+    @Test("strata refuses an encrypted store naming strata-transforms; strata-transforms reads it with its key, rotates it to another, and copies it",
+          arguments: BundledEngines.onDisk)
+    func encryptedStores(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (path, copy) = (dir.path + "/store", dir.path + "/copy")
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        let old = EncryptionKey.random(), new = EncryptionKey.random()
+        let oldFile = dir.path + "/old.key", newFile = dir.path + "/new.key", shortFile = dir.path + "/short.key"
+        // One key file as 64 hexadecimal digits and a newline, the other as its 32 bytes.
+        try Data((old.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() } + "\n").utf8).write(to: URL(fileURLWithPath: oldFile))
+        try Data(new.withUnsafeBytes(Array.init)).write(to: URL(fileURLWithPath: newFile))
+        try Data([1, 2, 3, 4, 5]).write(to: URL(fileURLWithPath: shortFile))
+        let store = try Store(kind.configuration(path: path), transforms: [RecordEncryption(key: old)])
+        try store.withTransaction { ctx in for id in 0..<30 { try ctx.insert(Secret(id: id)) } }
+        try store.close()
+        let oldName = "aes-256-gcm key \(old.idDescription)", newName = "aes-256-gcm key \(new.idDescription)"
+
+        let refused = try runProgram(strataTool, ["stats", path])
+        #expect(refused.status == 2 && refused.output.contains("its values pass through \(oldName): read it with strata-transforms"), "\(refused.output)")
+        let stats = try runProgram(transformsTool, ["stats", path, "--key-file", oldFile])
+        #expect(stats.status == 0 && stats.output.contains("values pass through: \(oldName)") && stats.output.contains("keyspace Secret: 30 records"),
+                "\(stats.output)")
+        let noKey = try runProgram(transformsTool, ["verify", path])
+        #expect(noKey.status == 64 && noKey.output.contains("give its key with --key-file"), "\(noKey.output)")
+        let wrongKey = try runProgram(transformsTool, ["dump", path, "--key-file", newFile])
+        #expect(wrongKey.status == 2 && wrongKey.output.contains("values written with the transforms [\(oldName)], opened with [\(newName)]"), "\(wrongKey.output)")
+        let shortKey = try runProgram(transformsTool, ["verify", path, "--key-file", shortFile])
+        #expect(shortKey.status == 64 && shortKey.output.contains("a key file holds 32 bytes or 64 hexadecimal digits, this one 5 bytes"), "\(shortKey.output)")
+
+        let rotated = try runProgram(transformsTool, ["rotate-keys", path, "--key-file", newFile, "--previous-key-file", oldFile, "--batch", "7"])
+        #expect(rotated.status == 0 && rotated.output.contains("rotate-keys: 30 records and 30 covering entries re-sealed under key \(new.idDescription)"),
+                "\(rotated.output)")
+        let again = try runProgram(transformsTool, ["rotate-keys", path, "--key-file", newFile])
+        #expect(again.status == 0 && again.output.contains("already sealed under key \(new.idDescription) alone"), "\(again.output)")
+        let verified = try runProgram(transformsTool, ["verify", path, "--key-file", newFile])
+        #expect(verified.status == 0, "\(verified.output)")
+        let stale = try runProgram(transformsTool, ["stats", path, "--key-file", oldFile])
+        #expect(stale.status == 2, "\(stale.output)")
+        let copied = try runProgram(transformsTool, ["copy", path, copy, "--key-file", newFile])
+        #expect(copied.status == 0 && copied.output.contains("verified: 30 records"), "\(copied.output)")
+        let dump = try runProgram(transformsTool, ["dump", copy, "--key-file", newFile])
+        #expect(dump.status == 0 && dump.output.split(separator: "\n").count == 30 && dump.output.contains("secret text 29"), "\(dump.output)")
+    }
+}
