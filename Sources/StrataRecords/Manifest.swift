@@ -54,6 +54,9 @@ enum Manifest {
     /// What opening found, for ``Store`` to act on.
     enum Found {
         case current
+        /// A current store opened for writing with transforms that read its own under other
+        /// names: ``beginRotation(_:from:to:)`` once every other check of the open passed.
+        case rotates(from: Contents)
         /// A format-1 store, or a format-2 store whose upgrade was interrupted.
         case needsUpgrade(from: UInt32)
     }
@@ -73,10 +76,11 @@ enum Manifest {
         }
         if let stored = found.0 {
             try compare(stored, expected)
-            if try rotationBegins(stored, opened: opened) && !readOnly { try beginRotation(engine, from: stored, to: transforms) }
+            let rotates = try rotationBegins(stored, opened: opened) && !readOnly
             try refuseUnknown(found.2, in: "the store")
-            if stored.format < expected.format { return .needsUpgrade(from: stored.format) }
-            return found.3 ? .needsUpgrade(from: stored.format) : .current
+            // A store of an older format has no transforms: it begins no rotation.
+            if stored.format < expected.format || found.3 { return .needsUpgrade(from: stored.format) }
+            return rotates ? .rotates(from: stored) : .current
         }
         if !found.1 { throw RecordError.manifestMismatch(detail: "the store holds data but no Strata manifest") }
         if readOnly { return .current }  // an empty store opened read-only: nothing to check, nothing to write

@@ -83,8 +83,9 @@ public final class Store: Sendable {
          upgradeBatchSize: Int, onUpgradeBatch: (FormatUpgradeReport) -> Void = { _ in }) throws {
         self.engine = engine
         do {
-            switch try Manifest.check(engine, readOnly: readOnly, transforms: transforms) {
-            case .current:
+            let found = try Manifest.check(engine, readOnly: readOnly, transforms: transforms)
+            switch found {
+            case .current, .rotates:
                 formatUpgrade = nil
             case .needsUpgrade(let from):
                 if readOnly { throw RecordError.upgradeRequired(fromFormat: from) }
@@ -92,6 +93,8 @@ public final class Store: Sendable {
             }
             identity = StoreIdentity.load(engine, readOnly: readOnly)
             envelope = transforms.isEmpty ? .plain : RecordEnvelope(try StoreSalt.bind(transforms, in: engine))
+            // Last, once every check passed: a store refused at open is left as it was.
+            if case .rotates(let stored) = found { try Manifest.beginRotation(engine, from: stored, to: envelope.names) }
         } catch {
             try? engine.close()
             throw error

@@ -43,6 +43,9 @@ public final class TransactionContext {
     @exclusivity(unchecked) @usableFromInline var changeLogChecked = false
     /// How the store seals and opens record values (its transforms, from the manifest).
     @usableFromInline let envelope: RecordEnvelope
+    /// Whether this transaction checked that the manifest still names ``envelope``'s chain
+    /// (``checkTransforms()``, at its first seal).
+    @exclusivity(unchecked) @usableFromInline var transformsChecked = false
     /// The error of a write that failed after it began changing the store (a record put without
     /// all its index entries, say): the body may catch it, but the transaction then refuses to
     /// commit and rolls back with it (``runBody(_:)``), so no half-made write is ever committed.
@@ -148,8 +151,23 @@ public final class TransactionContext {
         let fieldsStart = fields.bytes.count
         record.writeFields(to: &fields)
         if let failure = fields.failure { throw RecordError.unencodableField(type: "\(R.self)", detail: failure) }
+        if !envelope.isPlain && !transformsChecked { try checkTransforms() }
         try envelope.seal(&fields, fieldsStart: fieldsStart)
         return keyLength
+    }
+
+    /// Refuses to seal with another chain than the manifest names: another process may have
+    /// rotated the store's key since this store opened (`Store.rotateKeys`), and a value sealed
+    /// under the old key would outlive the rotation. One read of the manifest per write
+    /// transaction of a store with transforms.
+    @usableFromInline
+    func checkTransforms() throws {
+        let stored = try reader.get(SystemKey.manifest).map(Manifest.decode)?.transforms ?? []
+        guard stored == envelope.names else {
+            throw RecordError.manifestMismatch(detail: "the store's values are now sealed with \(Manifest.describe(stored)), and it was opened with "
+                + "\(Manifest.describe(envelope.names)) (another process rotated its key): open it again")
+        }
+        transformsChecked = true
     }
 
     /// Stores `record` unless a record with its key exists; returns whether it was stored.

@@ -94,7 +94,7 @@ public protocol StoreLocator: ParsableArguments {
     func store(_ argument: String, engine: ToolEngine?) throws -> StoreLocation
     /// The destination of a copy: `engine` is the one given with `--to`, `source` the source's.
     func destination(_ argument: String, engine: ToolEngine?, source: StoreLocation) throws -> StoreLocation
-    /// The transforms that read a store whose manifest names `stored` (``Store/storedTransforms(in:)``);
+    /// The transforms that read a store whose manifest names `stored` (`Store.storedTransforms(in:)`);
     /// `store` names it in messages. The default reads stores without transforms and refuses the
     /// others, naming the tool that has their keys (`strata-transforms`).
     func transforms(named stored: (transforms: [String], retiring: [String]), store: String) throws -> [any ValueTransform]

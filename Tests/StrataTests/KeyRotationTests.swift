@@ -58,6 +58,12 @@ struct KeyRotationTests {
 
         let store = try Store(engine: engine, transforms: Self.encryption(Self.keyB, Self.keyA))
         defer { try? store.close() }
+        // The store opened before the rotation began may no longer seal under the old key.
+        #expect(throws: RecordError.manifestMismatch(detail: "the store's values are now sealed with [\(Self.name(Self.keyB))], and it was opened with "
+            + "[\(Self.name(Self.keyA))] (another process rotated its key): open it again")) {
+            try before.withTransaction { ctx in try ctx.insert(Member(id: 41, email: "stale@example.org", city: "City1", age: 2)) }
+        }
+        #expect(try before.withReadTransaction { ctx in try ctx.select(Member.self).count } == Self.members.count)
         var expected = Self.members
         try store.withTransaction { ctx in
             try ctx.insert(Member(id: 3, email: "moved@example.org", city: "City9", age: 6))  // rewritten under B
@@ -70,7 +76,7 @@ struct KeyRotationTests {
 
         let progress = ProgressLog()
         let report = try store.rotateKeys(batchSize: 7) { progress.add($0) }.wait()
-        #expect(report.retired == [Self.name(Self.keyA)])
+        #expect(report.retired == [Self.name(Self.keyA)] && report.finished)
         #expect(report.records == 41 && report.coveringEntries == 41 && report.unreadable == 0 && report.entriesCleared == 0)
         #expect(try Self.sealedUnder(store) == [Self.keyB.id: 2 * 41])
         #expect(try Self.readAll(store) == expected)
@@ -82,7 +88,7 @@ struct KeyRotationTests {
         #expect(manifest.transforms == [Self.name(Self.keyB)] && manifest.retiring.isEmpty)
         // Nothing left to do.
         let again = try store.rotateKeys().wait()
-        #expect(again.retired.isEmpty && again.records == 0 && again.batches == 0)
+        #expect(again.retired.isEmpty && again.finished && again.records == 0 && again.batches == 0)
     }
 
     @Test("while a rotation is under way the store opens only with a key provider that reads both keys, never with a third key; read-only opens do not begin one; it resumes where it stopped",
@@ -97,24 +103,47 @@ struct KeyRotationTests {
         let first = try open(Self.encryption(Self.keyA))
         try first.withTransaction { ctx in for member in Self.members { try ctx.insert(member) } }
         try first.close()
-        // A read-only open with the new key reads the old values and begins nothing.
+        // A read-only open with the new key reads the old values and begins nothing; a copy made
+        // through it names the store's own chain.
         let reader = try open(Self.encryption(Self.keyB, Self.keyA), mode: .readOnly)
         #expect(try Self.readAll(reader) == Self.members)
+        let copies = kind.declaration.marker != nil
+        if copies { try reader.copy(to: kind.configuration(path: dir.path + "-copy")) }
         try reader.close()
+        if copies {
+            defer { try? FileManager.default.removeItem(atPath: dir.path + "-copy") }
+            let copy = try Store(engine: kind.open(dir.path + "-copy", EngineOptions(mode: .openExisting, durability: .full)), transforms: Self.encryption(Self.keyA))
+            #expect(try Self.readAll(copy) == Self.members)
+            try copy.close()
+        }
         #expect(throws: RecordError.manifestMismatch(detail: "values written with the transforms [\(a)], opened with [\(b)]")) {
             try open(Self.encryption(Self.keyB))
         }
 
         // The rotation begins; its job stops after its first batch.
         let rotating = try open(Self.encryption(Self.keyB, Self.keyA))
-        let job = rotating.rotateKeys(batchSize: 5)
-        let stopped = try { () throws -> KeyRotationReport in
-            while job.progress.done == 0 && !job.isFinished { usleep(200) }
-            job.cancel()
-            return try job.wait()
-        }()
-        #expect(stopped.records >= 5 && stopped.records < Self.members.count)
+        let handle = JobHandle()
+        let job = rotating.rotateKeys(batchSize: 5) { _ in handle.job.cancel() }
+        handle.set(job)
+        let stopped = try job.wait()
+        #expect(stopped.records == 5 && !stopped.finished && stopped.batches == 1)
+        // Mid-rotation the store verifies clean: covering entries not re-sealed yet hold their records' contents.
+        let midway = try rotating.verify()
+        #expect(midway.isClean, "\(midway.problems)")
+        #expect(try rotating.withReadTransaction { ctx in try ctx.verifyIndexes(Member.self) }.allSatisfy(\.isExact))
+        // A copy made now keeps the rotation under way.
+        if copies {
+            try rotating.copy(to: kind.configuration(path: dir.path + "-midway"))
+        }
         try rotating.close()
+        if copies {
+            defer { try? FileManager.default.removeItem(atPath: dir.path + "-midway") }
+            let copy = try Store(engine: kind.open(dir.path + "-midway", EngineOptions(mode: .openExisting, durability: .full)),
+                                 transforms: Self.encryption(Self.keyB, Self.keyA))
+            #expect(try copy.rotateKeys().wait().records == Self.members.count - 5)
+            #expect(try Self.sealedUnder(copy) == [Self.keyB.id: 2 * Self.members.count])
+            try copy.close()
+        }
 
         let underWay = "a key rotation from [\(a)] to [\(b)] is under way"
         #expect(throws: RecordError.manifestMismatch(detail: "\(underWay) (Store.rotateKeys): values not yet re-sealed need [\(a)], which the transforms given cannot read")) {
@@ -130,7 +159,7 @@ struct KeyRotationTests {
         let resumed = try open(Self.encryption(Self.keyB, Self.keyA))
         #expect(try Self.readAll(resumed) == Self.members)
         let report = try resumed.rotateKeys(batchSize: 5).wait()
-        #expect(report.records == Self.members.count - stopped.records && report.coveringEntries == Self.members.count)
+        #expect(report.records == Self.members.count - stopped.records && report.coveringEntries == Self.members.count && report.finished)
         #expect(try Self.sealedUnder(resumed) == [Self.keyB.id: 2 * Self.members.count])
         try resumed.close()
 
@@ -200,9 +229,26 @@ struct KeyRotationTests {
         #expect(throws: RecordError.self) { try store.rotateKeys().wait() }
         provider.failing = false
         let report = try store.rotateKeys().wait()
-        #expect(report.unreadable == 1 && report.firstUnreadableKeys == [damaged])
-        #expect(report.records == Self.members.count - 1 && report.coveringEntries == Self.members.count)
+        // The record is left, and so is its covering entry (intact, under the old key).
+        let entry = IndexCatalog.entriesPrefix(keyspace: "Member", name: "byAgeCovering", generation: 1) + KeyCodec.encode(7 % 7, 7)
+        #expect(report.unreadable == 2 && report.firstUnreadableKeys == [damaged, entry])
+        #expect(report.records == Self.members.count - 1 && report.coveringEntries == Self.members.count - 1)
         #expect(try Self.sealedUnder(store) == [Self.keyB.id: 2 * Self.members.count - 2, Self.keyA.id: 2])
+    }
+}
+
+/// A job given to its own `onBatch` once it is made.
+final class JobHandle: @unchecked Sendable {  // `value` is written before `ready` is signalled, read after
+    private let ready = DispatchSemaphore(value: 0)
+    private var value: KeyRotationJob?
+    func set(_ job: KeyRotationJob) {
+        value = job
+        ready.signal()
+    }
+    var job: KeyRotationJob {
+        ready.wait()
+        ready.signal()
+        return value!
     }
 }
 

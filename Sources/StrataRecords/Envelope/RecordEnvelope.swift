@@ -163,6 +163,23 @@ struct RecordEnvelope: Sendable {
         return try scratch.withUnsafeBytes { try body($0, 0) }
     }
 
+    /// The schema version and the fields (as the record wrote them) a stored value of the record
+    /// at `key` holds; `nil` when it cannot be opened (damaged, or refused by a transform).
+    func contents(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> (version: UInt32, fields: [UInt8])? {
+        guard let sealed = try? Self.open(key: key, value: value) else { return nil }
+        var scratch: [UInt8] = []
+        return try? withFields(sealed, key: key, scratch: &scratch) { bytes, offset in (sealed.version, Array(bytes[offset...])) }
+    }
+
+    /// Whether two stored values of the record at `key`, whose bytes differ, hold the same version
+    /// and fields: a covering entry sealed before a key rotation re-sealed its record (a cipher's
+    /// random nonce makes every sealing's bytes new), until the rotation reaches the entry. Without
+    /// transforms the bytes are the contents.
+    func sameContents(key: UnsafeRawBufferPointer, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard !isPlain, let first = contents(key: key, value: a), let second = contents(key: key, value: b) else { return false }
+        return first == second
+    }
+
     /// The chain's reversal of `stored` (whose header is `header`: key and version) into `output`.
     @usableFromInline
     func reverse(_ stored: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(Damage) {

@@ -68,7 +68,14 @@ extension Store {
         let start = clock.now
         var batches = 0
         var digest = PairDigest()
+        // The copy's manifest names the chain the source's does, read in the copy's snapshot (not
+        // the transforms this store was opened with: a read-only open with a new key and the old
+        // one begins no rotation), and keeps a rotation under way (its job's position is copied).
+        var manifest = StrataRecords.Manifest.current(target, transforms: [])
         try engine.read { tx in
+            if let stored = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode) {
+                (manifest.transforms, manifest.retiring) = (stored.transforms, stored.retiring)
+            }
             // First pass: count the pairs and check each against the destination's limits.
             var total = 0
             var refusal: String?
@@ -121,9 +128,6 @@ extension Store {
         guard copied == digest else {
             throw StoreToolError.copyMismatch(path: location, detail: "\(copied.pairs) pairs read back, \(digest.pairs) copied")
         }
-        // A copy made while a key rotation runs keeps the chain it retires (its job's position is copied too).
-        var manifest = StrataRecords.Manifest.current(target, transforms: envelope.names)
-        manifest.retiring = try engine.read { tx in try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode)?.retiring ?? [] }
         try target.write { tx in
             try tx.put(StrataRecords.Manifest.encode(manifest), forKey: SystemKey.manifest)
             try StoreIdentity.drawNew(in: tx)

@@ -6,6 +6,9 @@ public struct KeyRotationReport: Sendable, Hashable {
     /// The transform chain the rotation retired, as the manifest named it; empty when no rotation
     /// was under way.
     public var retired: [String] = []
+    /// Whether the rotation ended (or none was under way): the manifest names the new chain
+    /// alone. `false` when the job was cancelled first.
+    public var finished = false
     /// Record values re-sealed by the store's transforms.
     public var records = 0
     /// Covering index entries given their record's re-sealed value.
@@ -13,8 +16,9 @@ public struct KeyRotationReport: Sendable, Hashable {
     /// Entries of retired generations and disabled indexes removed (no read uses them; they
     /// would keep values sealed under the retired key until the next `Store.prepare`).
     public var entriesCleared = 0
-    /// Values that could not be re-sealed (damaged, or refused by the transforms) and covering
-    /// entries of no index or record the catalog knows: left as found and counted here, never
+    /// Values that could not be re-sealed (damaged, or refused by the transforms), covering
+    /// entries of such records, and covering entries of no index or record the catalog knows:
+    /// left as found and counted here, never
     /// skipped silently. Reading them fails either way; ``Store/verify(listing:progress:)`` names them.
     public var unreadable = 0
     /// The first (at most 10) keys of unreadable values.
@@ -37,7 +41,7 @@ extension Store {
     /// from the manifest, so its key is no longer needed.
     ///
     /// A rotation begins when a store sealed under one key is opened for writing with transforms
-    /// that seal under another and still read the first (``RecordEncryption`` given a key provider
+    /// that seal under another and still read the first (`RecordEncryption` given a key provider
     /// whose current key is new and which holds the old one): from then on every value written is
     /// sealed under the new key, values not yet re-sealed are read under the old one, and the
     /// manifest names both. A store holds values under at most two keys: opening it with a third
@@ -50,8 +54,11 @@ extension Store {
     /// keep their contents: observers are not told of re-sealed values, and the change feed does
     /// not list them.
     ///
-    /// Rotate only while every process writing to the store opened it with the new key: a process
-    /// that opened it before the rotation began keeps sealing under the key it opened with.
+    /// Another process that opened the store before the rotation began, with the old key, has its
+    /// next write transaction refused with ``RecordError/manifestMismatch(detail:)`` (every write
+    /// transaction of a store with transforms checks the manifest at its first write): it must
+    /// open the store again, with the new key. ``verify(listing:progress:)`` accepts a covering
+    /// entry sealed before its record was re-sealed while they hold the same contents.
     @discardableResult
     public func rotateKeys(batchSize: Int = 1_000, onBatch: @escaping @Sendable (JobProgress) -> Void = { _ in }) -> KeyRotationJob {
         KeyRotationJob.start(JobProgress()) { [self] job in try runRotation(batchSize: batchSize, job: job, onBatch: onBatch) }
@@ -72,12 +79,17 @@ extension Store {
     /// The rotation loop, on the calling thread.
     func runRotation(batchSize: Int, job: KeyRotationJob, onBatch: (JobProgress) -> Void) throws -> KeyRotationReport {
         var report = KeyRotationReport()
-        let (retiring, total) = try engine.read { tx in
-            (try tx.get(SystemKey.manifest).map(Manifest.decode)?.retiring ?? [],
-             try tx.keys(SystemKey.nonSystem).count + (try tx.keys(.prefix(SystemKey.allIndexEntries)).count))
+        let (retiring, total) = try engine.read { tx -> ([String], Int) in
+            let retiring = try tx.get(SystemKey.manifest).map(Manifest.decode)?.retiring ?? []
+            guard !retiring.isEmpty else { return (retiring, 0) }
+            var pairs = 0
+            for phase in [KeyRotationPhase.records, .coveringEntries] {
+                try tx.scan(phase.range, reverse: false, limit: nil) { _, _ in pairs += 1; return true }
+            }
+            return (retiring, pairs)
         }
         report.retired = retiring
-        job.update { $0.total = retiring.isEmpty ? 0 : total }
+        job.update { $0.total = total }
         var batching = JobBatch(engine: engine, requested: batchSize)
         var scratch: [UInt8] = []
         while !job.isCancelled {
@@ -86,7 +98,10 @@ extension Store {
                 report = before  // a batch refused as too large counted work that was rolled back
                 return try engine.write { tx in try rotationStep(tx, batching, scratch: &scratch, report: &report) }
             }
-            guard let step else { break }
+            guard let step else {
+                report.finished = true
+                break
+            }
             report.batches += 1
             let progress = job.update {
                 $0.done += step.handled
@@ -119,9 +134,7 @@ extension Store {
             for (key, value) in batch { try reseal(key: key, value: value, in: tx, scratch: &scratch, report: &report) }
         case .coveringEntries:
             var indexes = IndexLookup()
-            for (key, value) in batch where !value.isEmpty {
-                try refresh(entry: key, value: value, in: tx, indexes: &indexes, report: &report)
-            }
+            for (key, value) in batch { try refresh(entry: key, value: value, in: tx, indexes: &indexes, report: &report) }
         }
         if !exhausted {
             try tx.put([phase.rawValue] + batch.last!.key, forKey: jobKey)
@@ -173,7 +186,8 @@ extension Store {
 
     /// Gives the covering index entry `key` its record's value (re-sealed by the records' phase,
     /// or written since under the new key); clears an entry of a retired generation or a disabled
-    /// index; counts one of no index or record the catalog knows as unreadable.
+    /// index; leaves one whose record cannot be opened (the records' phase left it) or of no index
+    /// or record the catalog knows, counted as unreadable.
     private func refresh(entry key: [UInt8], value: [UInt8], in tx: any KeyValueWriter, indexes: inout IndexLookup,
                          report: inout KeyRotationReport) throws {
         guard let (keyspace, name, generation, valuesStart) = key.withUnsafeBytes(SystemKey.indexEntry) else {
@@ -187,10 +201,11 @@ extension Store {
             try tx.delete(key)
             report.entriesCleared += 1
         case .unknown:
-            report.unreadable(key)
+            if !value.isEmpty { report.unreadable(key) }
         case .covering(let components):
             guard let recordKey = key.withUnsafeBytes({ Self.recordKey(ofEntry: $0, valuesStart: valuesStart, keyspace: keyspace, components: components) }),
-                  let record = try tx.get(recordKey) else {
+                  let record = try tx.get(recordKey),
+                  record == value || recordKey.withUnsafeBytes({ k in record.withUnsafeBytes { envelope.contents(key: k, value: $0) != nil } }) else {
                 report.unreadable(key)
                 return
             }
