@@ -70,11 +70,15 @@ struct CopyArguments<Locator: StoreLocator>: ParsableArguments {
         let store = try location.openReadOnly(locator)
         defer { try? store.close() }
         let progress = ProgressLine("\(label) \(location.name) → \(target.name)")
-        let report = try toolStep(target.name) { try store.copy(to: target.configuration, batchSize: batch, progress: progress.update) }
+        let resealing = try locator.copyTransforms(source: try toolStep(location.name) { try Store.storedTransforms(in: store.engine).transforms })
+        let report = try toolStep(target.name) {
+            guard let resealing else { return try store.copy(to: target.configuration, batchSize: batch, progress: progress.update) }
+            return try store.copy(to: target.configuration, transforms: resealing, batchSize: batch, progress: progress.update)
+        }
         progress.finish()
         print("\(label): \(report.pairs) pairs, \(report.bytes) bytes, \(report.batches) transactions, \(location.kind.name) → \(target.kind.name) at \(target.name)")
         guard verify else { return ToolExit.ok }
-        let copy = try toolStep(target.name) { try target.openReadOnly(locator) }
+        let copy = try toolStep(target.name) { try target.openReadOnly(locator.readingCopies()) }
         defer { try? copy.close() }
         let check = try toolStep(target.name) { try copy.verify() }
         for problem in check.problems { print("problem: \(problem)") }

@@ -98,6 +98,11 @@ public protocol StoreLocator: ParsableArguments {
     /// `store` names it in messages. The default reads stores without transforms and refuses the
     /// others, naming the tool that has their keys (`strata-transforms`).
     func transforms(named stored: (transforms: [String], retiring: [String]), store: String) throws -> [any ValueTransform]
+    /// The transforms a copy's values are re-sealed with, given the source's chain (its names);
+    /// `nil` (the default) copies every pair byte for byte.
+    func copyTransforms(source: [String]) throws -> [any ValueTransform]?
+    /// The locator that reads a copy this one made (its transforms' keys): by default, itself.
+    func readingCopies() -> Self
 }
 
 extension StoreLocator {
@@ -106,6 +111,10 @@ extension StoreLocator {
     public func store(_ argument: String, engine: ToolEngine?) throws -> StoreLocation {
         try StoreLocation(directory: argument, engine: engine)
     }
+
+    public func copyTransforms(source: [String]) throws -> [any ValueTransform]? { nil }
+
+    public func readingCopies() -> Self { self }
 
     public func transforms(named stored: (transforms: [String], retiring: [String]), store: String) throws -> [any ValueTransform] {
         guard stored.transforms.isEmpty else {

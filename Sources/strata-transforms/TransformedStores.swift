@@ -18,6 +18,40 @@ struct TransformedStores: StoreLocator {
     @Option(help: "A file holding an earlier key (as --key-file), for values still sealed under it.")
     var previousKeyFile: String?
 
+    @Option(help: "copy, backup: encrypt the copy under the key in this file (as --key-file).")
+    var toKeyFile: String?
+
+    @Flag(help: "copy, backup: store the copy's values unencrypted.")
+    var toPlain = false
+
+    @Option(help: "copy, backup: compress the copy's values with zstd (on) or not (off); as the source when left out.")
+    var compression: Compression?
+
+    enum Compression: String, ExpressibleByArgument { case on, off }
+
+    /// The copy's chain when `--to-key-file`, `--to-plain` or `--compression` asks for one: the
+    /// source's compression and encryption (under `--key-file`'s key) but for what they change.
+    func copyTransforms(source: [String]) throws -> [any ValueTransform]? {
+        guard toKeyFile != nil || toPlain || compression != nil else { return nil }
+        guard toKeyFile == nil || !toPlain else { throw ToolFailure("--to-key-file and --to-plain: choose one", status: ToolExit.usage) }
+        var chain: [any ValueTransform] = (compression.map { $0 == .on } ?? source.contains(RecordCompression().name)) ? [RecordCompression()] : []
+        if let toKeyFile {
+            chain.append(RecordEncryption(key: try KeyFile.load(toKeyFile)))
+        } else if !toPlain, source.contains(where: { $0.hasPrefix(RecordEncryption.algorithm + " ") }) {
+            guard let keyFile else { throw ToolFailure("the source is encrypted: give its key with --key-file", status: ToolExit.usage) }
+            chain.append(RecordEncryption(key: try KeyFile.load(keyFile)))
+        }
+        return chain
+    }
+
+    /// Reads a copy with the key it was sealed under: `--to-key-file`'s, else `--key-file`'s.
+    func readingCopies() -> TransformedStores {
+        var copies = self
+        copies.keyFile = toKeyFile ?? keyFile
+        copies.previousKeyFile = nil
+        return copies
+    }
+
     func transforms(named stored: (transforms: [String], retiring: [String]), store: String) throws -> [any ValueTransform] {
         try stored.transforms.map { name in
             if name == RecordCompression().name { return RecordCompression() }

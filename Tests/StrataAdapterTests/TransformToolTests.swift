@@ -66,5 +66,21 @@ struct TransformToolTests {
         #expect(copied.status == 0 && copied.output.contains("verified: 30 records"), "\(copied.output)")
         let dump = try runProgram(transformsTool, ["dump", copy, "--key-file", newFile])
         #expect(dump.status == 0 && dump.output.split(separator: "\n").count == 30 && dump.output.contains("secret text 29"), "\(dump.output)")
+
+        // Copies that change the transforms: the key, none, compression on.
+        let rekeyed = try runProgram(transformsTool, ["copy", path, dir.path + "/rekeyed", "--key-file", newFile, "--to-key-file", oldFile])
+        #expect(rekeyed.status == 0 && rekeyed.output.contains("verified: 30 records"), "\(rekeyed.output)")
+        let rekeyedStats = try runProgram(transformsTool, ["stats", dir.path + "/rekeyed", "--key-file", oldFile])
+        #expect(rekeyedStats.status == 0 && rekeyedStats.output.contains("values pass through: \(oldName)"), "\(rekeyedStats.output)")
+        let plain = try runProgram(transformsTool, ["copy", path, dir.path + "/plain", "--key-file", newFile, "--to-plain", "--compression", "on"])
+        #expect(plain.status == 0 && plain.output.contains("verified: 30 records"), "\(plain.output)")
+        let plainStats = try runProgram(strataTool, ["stats", dir.path + "/plain"])
+        #expect(plainStats.status == 2 && plainStats.output.contains("its values pass through zstd"), "\(plainStats.output)")
+        let decompressed = try runProgram(transformsTool, ["copy", dir.path + "/plain", dir.path + "/clear", "--compression", "off"])
+        #expect(decompressed.status == 0, "\(decompressed.output)")
+        let clear = try runProgram(strataTool, ["dump", dir.path + "/clear"])
+        #expect(clear.status == 0 && clear.output.contains("secret text 29"), "\(clear.output)")
+        let both = try runProgram(transformsTool, ["copy", path, dir.path + "/both", "--key-file", newFile, "--to-plain", "--to-key-file", oldFile])
+        #expect(both.status == 64, "\(both.output)")
     }
 }

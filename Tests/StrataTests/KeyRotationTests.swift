@@ -1,5 +1,6 @@
 import Foundation
 import StrataBundledEngines
+import StrataCompression
 import StrataEngine
 @testable import StrataEncryption
 import StrataKeyCodec
@@ -258,4 +259,64 @@ final class ProgressLog: @unchecked Sendable {  // `list` is guarded by `lock`
     private var list: [JobProgress] = []
     func add(_ progress: JobProgress) { lock.withLock { list.append(progress) } }
     var all: [JobProgress] { lock.withLock { list } }
+}
+
+/// Copies that re-seal every value with other transforms (Store.copy(to:transforms:)).
+@Suite("Copies with other transforms")
+struct ResealingCopyTests {
+    static let members = ValueTransformTests.members
+
+    @Test("a copy adds compression and encryption to a plain store, changes the key, and takes them off again: every read path reads the same, verify is clean",
+          arguments: BundledEngines.onDisk)
+    func reseal(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let path = { (name: String) in dir.path + "/" + name }
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        let plain = try ValueTransformTests.open(kind, path("plain"), [])
+        try plain.withTransaction { ctx in for member in Self.members { try ctx.insert(member) } }
+        let sealedChain: [any ValueTransform] = [RecordCompression(minimumLength: 1), RecordEncryption(key: KeyRotationTests.keyA)]
+        try plain.copy(to: kind.configuration(path: path("sealed")), transforms: sealedChain)
+        try plain.close()
+
+        let sealed = try ValueTransformTests.open(kind, path("sealed"), sealedChain)
+        #expect(try KeyRotationTests.readAll(sealed) == Self.members)
+        #expect(try KeyRotationTests.sealedUnder(sealed) == [KeyRotationTests.keyA.id: 2 * Self.members.count])
+        #expect(try !ValueTransformTests.storesInClear(sealed, "secret7@example.org"))
+        #expect(try sealed.verify().isClean)
+        try sealed.copy(to: kind.configuration(path: path("rekeyed")), transforms: KeyRotationTests.encryption(KeyRotationTests.keyB))
+        try sealed.copy(to: kind.configuration(path: path("plain-again")), transforms: [])
+        try sealed.close()
+
+        let rekeyed = try ValueTransformTests.open(kind, path("rekeyed"), KeyRotationTests.encryption(KeyRotationTests.keyB))
+        #expect(try KeyRotationTests.readAll(rekeyed) == Self.members)
+        #expect(try KeyRotationTests.sealedUnder(rekeyed) == [KeyRotationTests.keyB.id: 2 * Self.members.count])
+        #expect(try rekeyed.verify().isClean)
+        try rekeyed.close()
+        #expect(throws: RecordError.self) { try ValueTransformTests.open(kind, path("rekeyed"), KeyRotationTests.encryption(KeyRotationTests.keyA)) }
+        let again = try ValueTransformTests.open(kind, path("plain-again"), [])
+        #expect(try KeyRotationTests.readAll(again) == Self.members)
+        #expect(try ValueTransformTests.storesInClear(again, "secret7@example.org"))
+        #expect(try again.verify().isClean)
+        try again.close()
+    }
+
+    @Test("a value that cannot be opened stops a re-sealing copy, naming it; the copy has no manifest")
+    func unreadable() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try EncryptionTests.open(EncryptionTests.lmdb, dir.path + "-source")
+        defer { try? store.close(); try? FileManager.default.removeItem(atPath: dir.path + "-source") }
+        try store.withTransaction { ctx in for member in Self.members.prefix(5) { try ctx.insert(member) } }
+        try EncryptionTests.rewrite(store, KeyCodec.encode("Member", 3)) { $0[$0.count - 1] ^= 0x01 }
+        #expect {
+            try store.copy(to: EncryptionTests.lmdb.configuration(path: dir.path), transforms: [])
+        } throws: { error in
+            guard case StoreToolError.unreadableValue(let key, let detail)? = error as? StoreToolError else { return false }
+            return key == #"["Member",3]"# && detail.contains("authentication failed")
+        }
+        let copy = try EncryptionTests.lmdb.open(dir.path, EngineOptions(mode: .create, durability: .full))
+        #expect(try copy.read { tx in try tx.get(SystemKey.manifest) } == nil)
+        try copy.close()
+    }
 }

@@ -163,6 +163,24 @@ struct RecordEnvelope: Sendable {
         return try scratch.withUnsafeBytes { try body($0, 0) }
     }
 
+    /// The stored value of the record at `key` sealed again by `sealer`: opened with this chain
+    /// (its checksum checked, its fields reversed), sealed with the other's, its checksum
+    /// recomputed. Throws ``Damage`` for a value this chain cannot open.
+    func reseal(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, with sealer: RecordEnvelope,
+                scratch: inout [UInt8]) throws -> [UInt8] {
+        let sealed = try Self.open(key: key, value: value)
+        return try withFields(sealed, key: key, scratch: &scratch) { fields, offset in
+            var buffer = FieldWriter()
+            buffer.bytes.reserveCapacity(key.count + value.count + 64)
+            buffer.bytes.append(contentsOf: key)
+            buffer.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: sealed.body[..<sealed.fieldsOffset]))
+            let fieldsStart = buffer.bytes.count
+            buffer.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: fields[offset...]))
+            try sealer.seal(&buffer, fieldsStart: fieldsStart)
+            return Array(buffer.bytes[key.count...])
+        }
+    }
+
     /// The schema version and the fields (as the record wrote them) a stored value of the record
     /// at `key` holds; `nil` when it cannot be opened (damaged, or refused by a transform).
     func contents(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> (version: UInt32, fields: [UInt8])? {

@@ -9,8 +9,13 @@ enum StoreSalt {
 
     /// Draws the salt of a new store with transforms, in the transaction that writes its manifest.
     static func drawNew(in tx: any KeyValueWriter) throws {
+        try tx.put(draw(), forKey: SystemKey.transformSalt)
+    }
+
+    /// A new salt.
+    static func draw() -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
-        try tx.put((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }, forKey: SystemKey.transformSalt)
+        return (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
     /// `transforms`, each bound to the salt stored in `engine`. A store that has no manifest yet

@@ -14,6 +14,9 @@ public enum StoreToolError: Error, Sendable, Hashable, CustomStringConvertible {
     case exceedsDestinationLimits(path: String, detail: String)
     /// An argument the tool cannot use.
     case invalidArgument(String)
+    /// A record value a copy that re-seals values could not open (damaged, or refused by a
+    /// transform): re-sealed, it would be lost. The copy has no manifest and will not open.
+    case unreadableValue(key: String, detail: String)
 
     public var description: String {
         switch self {
@@ -21,6 +24,8 @@ public enum StoreToolError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .copyMismatch(path, detail): return "the copy at \(path) does not match its source (\(detail)); it has no manifest and will not open"
         case let .exceedsDestinationLimits(path, detail): return "the copy's destination \(path) cannot hold \(detail); nothing was written"
         case let .invalidArgument(detail): return detail
+        case let .unreadableValue(key, detail):
+            return "the record at \(key) cannot be opened to be sealed again (\(detail)); the copy has no manifest and will not open"
         }
     }
 }
@@ -56,6 +61,30 @@ extension Store {
     @discardableResult
     public func copy(to destination: EngineConfiguration, batchSize: Int = 1_000,
                      progress: (InspectionProgress) throws -> Void = { _ in }) throws -> CopyReport {
+        try copy(to: destination, resealing: nil, batchSize: batchSize, progress: progress)
+    }
+
+    /// Copies the store as ``copy(to:batchSize:progress:)`` does, with its values re-sealed by
+    /// `transforms` instead of the store's own: encryption added, removed or under another key,
+    /// compression turned on or off (an empty chain stores the values as the records wrote them).
+    ///
+    /// Every record value is opened with this store's transforms and sealed with `transforms`
+    /// (bound to a salt the copy draws: it is another store); every covering index entry gets its
+    /// record's new value; entries of retired index generations and disabled indexes, which no
+    /// read uses, are left behind; every other pair is copied as it is. The copy's manifest names
+    /// `transforms`, and a key rotation under way in this store does not carry over (its values
+    /// are all re-sealed). A record value that cannot be opened (damaged, or refused by a
+    /// transform) stops the copy with ``StoreToolError/unreadableValue(key:detail:)``: re-sealed,
+    /// it would be lost; the copy is then left without a manifest.
+    @discardableResult
+    public func copy(to destination: EngineConfiguration, transforms: [any ValueTransform], batchSize: Int = 1_000,
+                     progress: (InspectionProgress) throws -> Void = { _ in }) throws -> CopyReport {
+        try copy(to: destination, resealing: transforms, batchSize: batchSize, progress: progress)
+    }
+
+    /// The copy, byte for byte (`resealing` nil) or with values re-sealed by `resealing`.
+    private func copy(to destination: EngineConfiguration, resealing: [any ValueTransform]?, batchSize: Int,
+                      progress: (InspectionProgress) throws -> Void) throws -> CopyReport {
         precondition(batchSize > 0, "a batch holds at least one pair")
         let target = try destination.open(EngineOptions(mode: .create, durability: .full))
         defer { try? target.close() }
@@ -68,12 +97,18 @@ extension Store {
         let start = clock.now
         var batches = 0
         var digest = PairDigest()
-        // The copy's manifest names the chain the source's does, read in the copy's snapshot (not
-        // the transforms this store was opened with: a read-only open with a new key and the old
-        // one begins no rotation), and keeps a rotation under way (its job's position is copied).
         var manifest = StrataRecords.Manifest.current(target, transforms: [])
+        // Re-sealing: the copy's salt (a new store), its chain bound to it, and the pairs left as they were written last.
+        let salt = resealing.map { $0.isEmpty ? [] : StoreSalt.draw() }
+        let sealer = try resealing.map { transforms in RecordEnvelope(try transforms.map { try $0.bound(toStore: salt ?? []) }) }
         try engine.read { tx in
-            if let stored = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode) {
+            if let sealer {
+                manifest.transforms = sealer.names
+            } else if let stored = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode) {
+                // A byte-for-byte copy names the chain the source's manifest does, read in the
+                // copy's snapshot (not the transforms this store was opened with: a read-only open
+                // with a new key and the old one begins no rotation), and keeps a rotation under
+                // way (its job's position is copied).
                 (manifest.transforms, manifest.retiring) = (stored.transforms, stored.retiring)
             }
             // First pass: count the pairs and check each against the destination's limits.
@@ -102,10 +137,7 @@ extension Store {
                 batchBytes = 0
                 try progress(InspectionProgress(done: done, total: total, elapsed: clock.now - start))
             }
-            try tx.scan(.all, reverse: false, limit: nil) { key, value in
-                done += 1
-                // The destination gets its own manifest and identity (a copy is another store).
-                if key.elementsEqual(SystemKey.manifest) || key.elementsEqual(SystemKey.identity) { return true }
+            func add(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws {
                 let size = key.count + value.count
                 if batch.count == min(batchSize, limits.maxOperationsPerTransaction ?? .max)
                     || (limits.maxBytesPerTransaction.map { batchBytes + size > $0 } ?? false) {
@@ -114,15 +146,67 @@ extension Store {
                 batch.append((Array(key), Array(value)))
                 batchBytes += size
                 digest.add(key, value)
+            }
+            guard let sealer else {
+                try tx.scan(.all, reverse: false, limit: nil) { key, value in
+                    done += 1
+                    // The destination gets its own manifest and identity (a copy is another store).
+                    if key.elementsEqual(SystemKey.manifest) || key.elementsEqual(SystemKey.identity) { return true }
+                    try add(key, value)
+                    return true
+                }
+                try flush()
+                return
+            }
+            // Re-sealing: the records first, then the system keys, whose covering entries take
+            // their records' new values from the copy.
+            var scratch: [UInt8] = []
+            try tx.scan(SystemKey.nonSystem, reverse: false, limit: nil) { key, value in
+                done += 1
+                let resealed: [UInt8]
+                do {
+                    resealed = try envelope.reseal(key: key, value: value, with: sealer, scratch: &scratch)
+                } catch let damage as RecordEnvelope.Damage {
+                    throw StoreToolError.unreadableValue(key: StoreProblem.describe(Array(key)), detail: damage.detail)
+                }
+                try resealed.withUnsafeBytes { try add(key, $0) }
+                return true
+            }
+            try flush()
+            var indexes = IndexLookup()
+            let skipped = [SystemKey.manifest, SystemKey.identity, SystemKey.transformSalt, SystemKey.job(Self.rotationJob)]
+            try tx.scan(.prefix(SystemKey.prefix), reverse: false, limit: nil) { key, value in
+                done += 1
+                if skipped.contains(where: { key.elementsEqual($0) }) { return true }
+                guard let (keyspace, name, generation, valuesStart) = SystemKey.indexEntry(key) else {
+                    try add(key, value)
+                    return true
+                }
+                switch try indexes.role(of: generation, keyspace: keyspace, name: name, in: tx) {
+                case .uncovered, .unknown:
+                    try add(key, value)
+                case .garbage:
+                    break
+                case .covering(let components):
+                    guard let recordKey = Self.recordKey(ofEntry: key, valuesStart: valuesStart, keyspace: keyspace, components: components),
+                          let record = try target.read({ try $0.get(recordKey) }) else {
+                        try add(key, value)  // an entry of no record: verify reports it, here as there
+                        return true
+                    }
+                    try record.withUnsafeBytes { try add(key, $0) }
+                }
                 return true
             }
             try flush()
         }
+        // Read back in the order written (a re-sealing copy writes the records first).
         var copied = PairDigest()
         try target.read { tx in
-            try tx.scan(.all, reverse: false, limit: nil) { key, value in
-                copied.add(key, value)
-                return true
+            for range in sealer == nil ? [KeyRange.all] : [SystemKey.nonSystem, .prefix(SystemKey.prefix)] {
+                try tx.scan(range, reverse: false, limit: nil) { key, value in
+                    copied.add(key, value)
+                    return true
+                }
             }
         }
         guard copied == digest else {
@@ -131,9 +215,10 @@ extension Store {
         try target.write { tx in
             try tx.put(StrataRecords.Manifest.encode(manifest), forKey: SystemKey.manifest)
             try StoreIdentity.drawNew(in: tx)
+            if let salt, !salt.isEmpty { try tx.put(salt, forKey: SystemKey.transformSalt) }
         }
         try target.close()
-        return CopyReport(pairs: digest.pairs + 2, bytes: digest.bytes, batches: batches + 1)
+        return CopyReport(pairs: digest.pairs + 2 + (salt?.isEmpty == false ? 1 : 0), bytes: digest.bytes, batches: batches + 1)
     }
 }
 

@@ -158,21 +158,7 @@ extension Store {
         }
         let resealed: [UInt8]
         do {
-            resealed = try key.withUnsafeBytes { k in
-                try value.withUnsafeBytes { v in
-                    let sealed = try RecordEnvelope.open(key: k, value: v)
-                    return try envelope.withFields(sealed, key: k, scratch: &scratch) { fields, offset in
-                        var buffer = FieldWriter()
-                        buffer.bytes.reserveCapacity(k.count + v.count + 64)
-                        buffer.bytes.append(contentsOf: k)
-                        buffer.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: sealed.body[..<sealed.fieldsOffset]))
-                        let fieldsStart = buffer.bytes.count
-                        buffer.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: fields[offset...]))
-                        try envelope.seal(&buffer, fieldsStart: fieldsStart)
-                        return Array(buffer.bytes[k.count...])
-                    }
-                }
-            }
+            resealed = try key.withUnsafeBytes { k in try value.withUnsafeBytes { try envelope.reseal(key: k, value: $0, with: envelope, scratch: &scratch) } }
         } catch let damage as RecordEnvelope.Damage {
             if let refusal = damage.refusal, refusal.error.kind == .keyUnavailable {
                 throw key.withUnsafeBytes { damage.recordError(type: keyspace, key: $0) }
@@ -237,7 +223,7 @@ enum KeyRotationPhase: UInt8, CustomStringConvertible {
 }
 
 /// What the index generations of a batch's entries are, read from the catalog once per index.
-private struct IndexLookup {
+struct IndexLookup {
     enum Role {
         /// A generation that is read (current or previous) and holds no values.
         case uncovered
