@@ -10,7 +10,7 @@ public struct CopyCommand<Locator: StoreLocator>: ParsableCommand {
             commandName: "copy",
             abstract: "Copy a store into a new store of any engine, then verify the copy.",
             discussion: """
-                Every pair is copied byte for byte except the manifest, which is rewritten for the destination's \
+                Every pair is copied byte for byte (unless the tool re-seals values with other transforms) except the manifest, which is rewritten for the destination's \
                 engine and written last: an interrupted copy has no manifest and never opens as a store. \
                 The source is read as one snapshot while other processes may keep writing (LMDB, SQLite, etcd). \
                 Before anything is written, every pair is checked against the destination engine's limits. \

@@ -44,8 +44,10 @@ struct TransformedStores: StoreLocator {
         return chain
     }
 
-    /// Reads a copy with the key it was sealed under: `--to-key-file`'s, else `--key-file`'s.
+    /// Reads a copy with the keys it was sealed under: a byte-for-byte copy as its source, one
+    /// re-sealed with `--to-key-file`'s key, else `--key-file`'s (no earlier key: none is left).
     func readingCopies() -> TransformedStores {
+        guard toKeyFile != nil || toPlain || compression != nil else { return self }
         var copies = self
         copies.keyFile = toKeyFile ?? keyFile
         copies.previousKeyFile = nil

@@ -53,6 +53,14 @@ struct TransformToolTests {
         let shortKey = try runProgram(transformsTool, ["verify", path, "--key-file", shortFile])
         #expect(shortKey.status == 64 && shortKey.output.contains("a key file holds 32 bytes or 64 hexadecimal digits, this one 5 bytes"), "\(shortKey.output)")
 
+        // The rotation begins at a writable open with the new key and the old; a byte-for-byte
+        // copy made now keeps it under way and verifies with both keys.
+        try Store(kind.configuration(path: path), transforms: [RecordEncryption(keys: StaticKeys(current: new, previous: [old]))]).close()
+        let midway = try runProgram(transformsTool, ["copy", path, dir.path + "/midway", "--key-file", newFile, "--previous-key-file", oldFile])
+        #expect(midway.status == 0 && midway.output.contains("verified: 30 records"), "\(midway.output)")
+        let midwayStats = try runProgram(transformsTool, ["stats", dir.path + "/midway", "--key-file", newFile, "--previous-key-file", oldFile])
+        #expect(midwayStats.status == 0 && midwayStats.output.contains("key rotation under way, retiring: \(oldName)"), "\(midwayStats.output)")
+
         let rotated = try runProgram(transformsTool, ["rotate-keys", path, "--key-file", newFile, "--previous-key-file", oldFile, "--batch", "7"])
         #expect(rotated.status == 0 && rotated.output.contains("rotate-keys: 30 records and 30 covering entries re-sealed under key \(new.idDescription)"),
                 "\(rotated.output)")

@@ -2,7 +2,8 @@ import StrataEngine
 
 /// The salt a store's value transforms are bound to (RecordFormat.md, "Keys" and "Encrypted values"): 16
 /// random bytes drawn with the manifest of a store made with transforms, never changed. A copy
-/// of the store keeps it (its values stay readable); another store has its own, so a cipher that
+/// of the store made byte for byte keeps it (its values stay readable; a copy that re-seals its
+/// values with other transforms draws its own); another store has its own, so a cipher that
 /// derives its key from it refuses values taken from another store.
 enum StoreSalt {
     static let length = 16

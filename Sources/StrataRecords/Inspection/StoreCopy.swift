@@ -32,7 +32,8 @@ public enum StoreToolError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// What ``Store/copy(to:batchSize:progress:)`` wrote.
 public struct CopyReport: Sendable, Hashable {
-    /// Pairs written (the manifest and the copy's own identity included).
+    /// Pairs written (the manifest, the copy's own identity and, for a copy that re-seals values
+    /// with transforms, its salt included).
     public let pairs: Int
     /// The key and value bytes of the pairs copied, in total (the manifest's and identity's not included).
     public let bytes: Int
@@ -73,7 +74,11 @@ extension Store {
     /// record's new value; entries of retired index generations and disabled indexes, which no
     /// read uses, are left behind; every other pair is copied as it is. The copy's manifest names
     /// `transforms`, and a key rotation under way in this store does not carry over (its values
-    /// are all re-sealed). A record value that cannot be opened (damaged, or refused by a
+    /// are all re-sealed). Index entries that hold a value but belong to no record or to no index
+    /// the catalog lists are left behind too: they would carry values of the old chain. The
+    /// destination's limits are checked against the source's sizes: a re-sealed value that grows
+    /// past them (encryption adds 32 bytes, compression taken off restores the full size) fails
+    /// the copy part-way, which then has no manifest. A record value that cannot be opened (damaged, or refused by a
     /// transform) stops the copy with ``StoreToolError/unreadableValue(key:detail:)``: re-sealed,
     /// it would be lost; the copy is then left without a manifest.
     @discardableResult
@@ -183,16 +188,19 @@ extension Store {
                     return true
                 }
                 switch try indexes.role(of: generation, keyspace: keyspace, name: name, in: tx) {
-                case .uncovered, .unknown:
+                case .uncovered:
                     try add(key, value)
+                case .unknown:
+                    // An entry of an index the catalog does not list: kept when it holds no value;
+                    // one that does would carry a value of the old chain into the copy.
+                    if value.isEmpty { try add(key, value) }
                 case .garbage:
                     break
                 case .covering(let components):
+                    // An entry of no record (verify reports it in the source) is left behind: it
+                    // holds a value of the old chain.
                     guard let recordKey = Self.recordKey(ofEntry: key, valuesStart: valuesStart, keyspace: keyspace, components: components),
-                          let record = try target.read({ try $0.get(recordKey) }) else {
-                        try add(key, value)  // an entry of no record: verify reports it, here as there
-                        return true
-                    }
+                          let record = try target.read({ try $0.get(recordKey) }) else { return true }
                     try record.withUnsafeBytes { try add(key, $0) }
                 }
                 return true
