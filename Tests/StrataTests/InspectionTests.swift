@@ -288,7 +288,18 @@ struct InspectionTests {
         }
         writer.start()
         let destination = (kind.declaration.marker == nil ? BundledEngines.onDisk[0] : kind).configuration(path: dir.path + "/backup")
-        try store.copy(to: destination, batchSize: 20) { _ in usleep(2_000) }
+        // The first batch waits for a commit after the snapshot began (progress is reported inside
+        // the copy's read transaction): on a loaded machine the writer could otherwise commit
+        // nothing while the copy runs, and the check below would not show the snapshot held.
+        var waited = false
+        try store.copy(to: destination, batchSize: 20) { _ in
+            if !waited {
+                let seen = committed.value, deadline = Date().addingTimeInterval(60)
+                while committed.value <= seen && Date() < deadline { usleep(1_000) }
+                waited = true
+            }
+            usleep(2_000)
+        }
         stop.value = true
         while !writer.isFinished { usleep(1_000) }
 
