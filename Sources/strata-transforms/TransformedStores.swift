@@ -29,10 +29,13 @@ struct TransformedStores: StoreLocator {
 
     enum Compression: String, ExpressibleByArgument { case on, off }
 
+    /// Whether a copy's values are re-sealed: `--to-key-file`, `--to-plain` or `--compression` given.
+    private var resealsCopies: Bool { toKeyFile != nil || toPlain || compression != nil }
+
     /// The copy's chain when `--to-key-file`, `--to-plain` or `--compression` asks for one: the
     /// source's compression and encryption (under `--key-file`'s key) but for what they change.
     func copyTransforms(source: [String]) throws -> [any ValueTransform]? {
-        guard toKeyFile != nil || toPlain || compression != nil else { return nil }
+        guard resealsCopies else { return nil }
         guard toKeyFile == nil || !toPlain else { throw ToolFailure("--to-key-file and --to-plain: choose one", status: ToolExit.usage) }
         var chain: [any ValueTransform] = (compression.map { $0 == .on } ?? source.contains(RecordCompression().name)) ? [RecordCompression()] : []
         if let toKeyFile {
@@ -47,7 +50,7 @@ struct TransformedStores: StoreLocator {
     /// Reads a copy with the keys it was sealed under: a byte-for-byte copy as its source, one
     /// re-sealed with `--to-key-file`'s key, else `--key-file`'s (no earlier key: none is left).
     func readingCopies() -> TransformedStores {
-        guard toKeyFile != nil || toPlain || compression != nil else { return self }
+        guard resealsCopies else { return self }
         var copies = self
         copies.keyFile = toKeyFile ?? keyFile
         copies.previousKeyFile = nil
