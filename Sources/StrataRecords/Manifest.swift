@@ -31,7 +31,9 @@ enum Manifest {
         w.write(c.codec)
         w.write(c.codecVersion)
         w.write(c.format)
-        if !c.transforms.isEmpty { w.write(c.transforms) }
+        // The list of transforms is written whenever the retiring list follows it, even empty:
+        // the reader tells the two lists apart by their order only.
+        if !c.transforms.isEmpty || !c.retiring.isEmpty { w.write(c.transforms) }
         if !c.retiring.isEmpty { w.write(c.retiring) }
         return w.bytes
     }
