@@ -54,6 +54,11 @@ public struct StatsCommand<Locator: StoreLocator>: ParsableCommand {
             for k in stats.keyspaces {
                 print("keyspace \(k.name): \(k.records) records, \(k.keyBytes) key bytes, \(k.valueBytes) value bytes")
                 print("  key (\(k.key))" + (k.features.isEmpty ? "" : ", features: \(k.features.joined(separator: ", "))"))
+                if let t = k.transformed {
+                    let ratio = t.plainBytes > 0 ? String(format: "%.2f", Double(t.storedBytes) / Double(t.plainBytes)) : "-"
+                    print("  values through the transforms: \(t.storedBytes) bytes stored for \(t.plainBytes) without them (\(ratio))"
+                          + (t.unopened == 0 ? "" : ", \(t.unopened) values not opened"))
+                }
                 for s in k.schemas {
                     print("  version \(s.version): " + (s.fields.map { $0.isEmpty ? "no fields" : $0.joined(separator: ", ") } ?? "fields not described"))
                 }

@@ -44,7 +44,8 @@ struct TransformToolTests {
         let refused = try runProgram(strataTool, ["stats", path])
         #expect(refused.status == 2 && refused.output.contains("its values pass through \(oldName): read it with strata-transforms"), "\(refused.output)")
         let stats = try runProgram(transformsTool, ["stats", path, "--key-file", oldFile])
-        #expect(stats.status == 0 && stats.output.contains("values pass through: \(oldName)") && stats.output.contains("keyspace Secret: 30 records"),
+        #expect(stats.status == 0 && stats.output.contains("values pass through: \(oldName)") && stats.output.contains("keyspace Secret: 30 records")
+                && stats.output.contains("values through the transforms: ") && !stats.output.contains("not opened"),
                 "\(stats.output)")
         let noKey = try runProgram(transformsTool, ["verify", path])
         #expect(noKey.status == 64 && noKey.output.contains("give its key with --key-file"), "\(noKey.output)")
@@ -84,6 +85,9 @@ struct TransformToolTests {
         #expect(plain.status == 0 && plain.output.contains("verified: 30 records"), "\(plain.output)")
         let plainStats = try runProgram(strataTool, ["stats", dir.path + "/plain"])
         #expect(plainStats.status == 2 && plainStats.output.contains("its values pass through zstd"), "\(plainStats.output)")
+        let zstdStats = try runProgram(transformsTool, ["stats", dir.path + "/plain"])
+        #expect(zstdStats.status == 0 && zstdStats.output.contains("values pass through: zstd")
+                && zstdStats.output.contains("values through the transforms: ") && zstdStats.output.contains(" without them ("), "\(zstdStats.output)")
         let decompressed = try runProgram(transformsTool, ["copy", dir.path + "/plain", dir.path + "/clear", "--compression", "off"])
         #expect(decompressed.status == 0, "\(decompressed.output)")
         let clear = try runProgram(strataTool, ["dump", dir.path + "/clear"])

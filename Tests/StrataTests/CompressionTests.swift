@@ -71,7 +71,8 @@ struct CompressionTests {
             return true
         }
         #expect(compressed == 2 * articles.count, "\(compressed) compressed values stored")
-        let storedSample = try #require(try store.engine.read { tx in try tx.get(KeyCodec.encode("Article", 3)) })
+        let storedKey = KeyCodec.encode("Article", 3)
+        let storedSample = try #require(try store.engine.read { tx in try tx.get(storedKey) })
         #expect(storedSample.count * 4 < Article.sample(3).body.utf8.count, "\(storedSample.count) bytes stored")
         var random = SeededGenerator(seed: 7)
         let noise = (0..<2_000).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -86,6 +87,27 @@ struct CompressionTests {
         var hugeRead: [UInt8] = []
         try hugeStored.withUnsafeBytes { try RecordCompression().reverse($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &hugeRead) }
         #expect(hugeRead == huge)
+        // Statistics weigh what compression made of the values: the plain bytes are those a store
+        // without transforms holds for the same records.
+        let plainStore = try ValueTransformTests.open(kind, dir.path + "-plain", [])
+        defer { try? plainStore.close(); try? FileManager.default.removeItem(atPath: dir.path + "-plain") }
+        try plainStore.withTransaction { ctx in for article in articles { try ctx.insert(article) } }
+        let plainStats = try #require(try plainStore.statistics().keyspaces.first { $0.name == "Article" })
+        #expect(plainStats.transformed == nil)
+        var stats = try #require(try store.statistics().keyspaces.first { $0.name == "Article" })
+        var transformed = try #require(stats.transformed)
+        #expect(transformed == .init(opened: articles.count, storedBytes: stats.valueBytes, plainBytes: plainStats.valueBytes, unopened: 0))
+        #expect(transformed.storedBytes * 4 < transformed.plainBytes, "\(transformed)")
+        // A damaged value is counted as not opened, and left out of both sums.
+        try store.engine.write { tx in
+            var damaged = try #require(try tx.get(storedKey))
+            damaged[damaged.count / 2] ^= 0x10
+            try tx.put(damaged, forKey: storedKey)
+        }
+        stats = try #require(try store.statistics().keyspaces.first { $0.name == "Article" })
+        transformed = try #require(stats.transformed)
+        #expect(transformed.opened == articles.count - 1 && transformed.unopened == 1 && transformed.storedBytes == stats.valueBytes - storedSample.count,
+                "\(transformed)")
     }
 
     @Test("an unknown flag, a truncated frame, a frame claiming too much, an empty value: each refused as malformed")

@@ -189,6 +189,15 @@ struct RecordEnvelope: Sendable {
         return try? withFields(sealed, key: key, scratch: &scratch) { bytes, offset in (sealed.version, Array(bytes[offset...])) }
     }
 
+    /// How many bytes the stored value of the record at `key` would take without the chain (its
+    /// fields as the record wrote them, with the same checksum and version); `nil` when it cannot
+    /// be opened. What statistics set against the stored bytes.
+    func plainLength(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int? {
+        guard let sealed = try? Self.open(key: key, value: value) else { return nil }
+        var scratch: [UInt8] = []
+        return try? withFields(sealed, key: key, scratch: &scratch) { bytes, offset in value.count - sealed.fields.count + bytes.count - offset }
+    }
+
     /// Whether two stored values of the record at `key`, whose bytes differ, hold the same version
     /// and fields: a covering entry sealed before a key rotation re-sealed its record (a cipher's
     /// random nonce makes every sealing's bytes new), until the rotation reaches the entry. Without

@@ -47,6 +47,21 @@ public struct StoreStatistics: Sendable, Encodable {
         public var previousEntries = 0
     }
 
+    /// What a store's value transforms make of one keyspace's record values (compression's gain,
+    /// a cipher's overhead), counted over the values they open.
+    public struct TransformedValues: Sendable, Hashable, Encodable {
+        /// The values opened.
+        public var opened = 0
+        /// Their bytes as stored.
+        public var storedBytes = 0
+        /// The bytes they would take without the transforms (the same checksum and version, the
+        /// fields as the records wrote them).
+        public var plainBytes = 0
+        /// Values that could not be opened (damaged, or sealed under a key the store was not
+        /// opened with), left out of both sums.
+        public var unopened = 0
+    }
+
     /// One schema version written to a keyspace.
     public struct Schema: Sendable, Hashable, Encodable {
         /// The schema version number, as stored at the start of its record values.
@@ -73,6 +88,9 @@ public struct StoreStatistics: Sendable, Encodable {
         public var keyBytes = 0
         /// The value bytes of its records, in total.
         public var valueBytes = 0
+        /// In a store with value transforms (``Manifest/transforms``): what they make of its
+        /// records' values. `nil` without transforms.
+        public var transformed: TransformedValues?
     }
 
     /// The manifest; `nil` when the store holds none.
@@ -92,7 +110,8 @@ public struct StoreStatistics: Sendable, Encodable {
 extension Store {
     /// Reads what the store holds in one read transaction: manifest, features, the catalog
     /// (keyspaces, key layouts, schema versions, indexes and their states), records and bytes
-    /// per keyspace, entries and bytes per index, and unfinished jobs. Reads every pair once;
+    /// per keyspace (with value transforms, every value opened to weigh what they make of it),
+    /// entries and bytes per index, and unfinished jobs. Reads every pair once;
     /// with `progress`, twice (the first pass counts them) and reports every 1,000 pairs.
     public func statistics(progress: ((InspectionProgress) -> Void)? = nil) throws -> StoreStatistics {
         try engine.read { tx in
@@ -131,6 +150,17 @@ extension Store {
                 keyspaces[name]!.records += 1
                 keyspaces[name]!.keyBytes += key.count
                 keyspaces[name]!.valueBytes += value.count
+                if !envelope.isPlain {
+                    var transformed = keyspaces[name]!.transformed ?? .init()
+                    if let plain = envelope.plainLength(key: key, value: value) {
+                        transformed.opened += 1
+                        transformed.storedBytes += value.count
+                        transformed.plainBytes += plain
+                    } else {
+                        transformed.unopened += 1
+                    }
+                    keyspaces[name]!.transformed = transformed
+                }
                 return true
             }
             try tx.scan(.prefix(SystemKey.prefix), reverse: false, limit: nil) { key, value in
