@@ -2,7 +2,7 @@
 #   make run    installs missing system libraries, builds in release, runs the main job
 #   make test   installs missing system libraries, runs the whole test suite
 
-SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev libzstd-dev lmdb-utils sqlite3
+SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev libzstd-dev libssl-dev lmdb-utils sqlite3
 # The tests also run the etcd engine on local clusters they start (and stop by PID).
 PACKAGES = $(SYSTEM_PACKAGES)
 # Their clusters speak TLS with certificates made by openssl; a test captures their traffic with tcpdump.

@@ -15,7 +15,7 @@
 //   Sources/StrataSchemaHash the hash of derived schema versions (the record layer and the macro plugin)
 //   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter);
 //                         RecordFormat.md is the on-disk format
-//   Sources/StrataEncryption value encryption (AES-256-GCM from swift-crypto), a value transform
+//   Sources/StrataEncryption value encryption (AES-256-GCM from the system's libcrypto), a value transform
 //                         of the record layer: a product of its own, not built by `make run`
 //   Sources/StrataCompression value compression (zstd, the system's libzstd through CZstd), a
 //                         value transform too: a product of its own
@@ -43,7 +43,7 @@ let package = Package(
         .library(name: "StrataMemory", targets: ["StrataMemory"]),
         .library(name: "StrataKeyCodec", targets: ["StrataKeyCodec"]),
         .library(name: "StrataRecords", targets: ["StrataRecords"]),
-        // Encryption at rest: swift-crypto is built only by those who import it.
+        // Encryption at rest: libcrypto is linked only by those who import it.
         .library(name: "StrataEncryption", targets: ["StrataEncryption"]),
         // Compression at rest: libzstd is linked only by those who import it.
         .library(name: "StrataCompression", targets: ["StrataCompression"]),
@@ -69,7 +69,6 @@ let package = Package(
         // `swift build`.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // AES-GCM, HKDF and HMAC for StrataEncryption (3.x or 4.x, whichever an app resolves).
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
         // The etcd engine's client: gRPC over HTTP/2 on NIO, etcd's messages in protobuf (the code
         // generated from Sources/StrataEtcd/Protocol/Wire/etcd.proto is committed).
         .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.0"),
@@ -85,6 +84,7 @@ let package = Package(
         .systemLibrary(name: "CLevelDB", providers: [.apt(["libleveldb-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Engine core: protocol, ranges, errors, options. No engine; its one C target tells
         // ThreadSanitizer of the package's locks (see Locked.swift).
@@ -123,8 +123,10 @@ let package = Package(
         // The record layer: records, Store (engine picked at init), typed queries. No adapter:
         // each engine's `Store(.x(…))` choice comes with its adapter module.
         .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C", "StrataSchemaHash"]),
-        // Value encryption: a value transform of the record layer over swift-crypto.
-        .target(name: "StrataEncryption", dependencies: ["StrataRecords", .product(name: "Crypto", package: "swift-crypto")]),
+        // Value encryption: a value transform of the record layer over OpenSSL's libcrypto
+        // (AES-256-GCM with contexts keyed once per key: swift-crypto keys one per value, which
+        // cost four times the cipher; Benchmark.md, "Encryption").
+        .target(name: "StrataEncryption", dependencies: ["StrataRecords", "CLibCrypto"]),
         // Value compression: a value transform of the record layer over libzstd.
         .target(name: "StrataCompression", dependencies: ["StrataRecords", "CZstd"]),
         // The hash of derived schema versions, shared by the record layer and the macro plugin.

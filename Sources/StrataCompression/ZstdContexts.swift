@@ -1,5 +1,5 @@
 import CZstd
-import StrataEngine
+import Foundation
 
 /// One zstd compression or decompression context, freed with its owner. A context is reused
 /// for many values (making one allocates hundreds of kilobytes) but never by two threads at once:
@@ -22,16 +22,25 @@ final class ZstdContext: @unchecked Sendable {
     }
 }
 
-/// A pool of contexts of one kind: ``withContext(_:)`` lends one, made when none is free.
-final class ZstdContexts: Sendable {
+/// A pool of contexts of one kind: ``withContext(_:)`` lends one, made when none is free. The
+/// lock is an `NSLock`, not the package's `Locked`, whose `withLock` is not specialized across
+/// modules (900 instructions per lock, callgrind: Benchmark.md).
+final class ZstdContexts: @unchecked Sendable {
     private let compressing: Bool
-    private let free = Locked<[ZstdContext]>([])
+    private let lock = NSLock()
+    private var free: [ZstdContext] = []  // guarded by `lock`
 
     init(compressing: Bool) { self.compressing = compressing }
 
     func withContext<T>(_ body: (ZstdContext) throws -> T) rethrows -> T {
-        let context = free.withLock { $0.popLast() } ?? ZstdContext(compressing: compressing)
-        defer { free.withLock { if $0.count < 8 { $0.append(context) } } }
+        lock.lock()
+        let context = free.popLast() ?? ZstdContext(compressing: compressing)
+        lock.unlock()
+        defer {
+            lock.lock()
+            if free.count < 8 { free.append(context) }
+            lock.unlock()
+        }
         return try body(context)
     }
 }

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// A 256-bit key for ``RecordEncryption``, and its identifier.
@@ -9,8 +8,8 @@ import Foundation
 /// manifest and before every sealed value, so that a store refuses to open with another key and
 /// a value names the key it needs.
 public struct EncryptionKey: Sendable {
-    /// The key.
-    let key: SymmetricKey
+    /// The key's 32 bytes, wiped when the last copy of the key is let go.
+    let key: SecretBytes
     /// The key's identifier: the first four bytes of HMAC-SHA256(key, "strata key identifier"),
     /// read big-endian (RecordFormat.md, "Encrypted values"). It names the key, it reveals nothing
     /// of it.
@@ -20,13 +19,12 @@ public struct EncryptionKey: Sendable {
     public init(bytes: some ContiguousBytes) throws(EncryptionKeyError) {
         let count = bytes.withUnsafeBytes { $0.count }
         guard count == 32 else { throw EncryptionKeyError.wrongLength(count) }
-        self.init(SymmetricKey(data: bytes))
+        self.init(bytes.withUnsafeBytes { SecretBytes($0) })
     }
 
-    init(_ key: SymmetricKey) {
+    init(_ key: SecretBytes) {
         self.key = key
-        let code = HMAC<SHA256>.authenticationCode(for: Array("strata key identifier".utf8), using: key)
-        id = code.withUnsafeBytes { Self.identifier($0.prefix(4)) }
+        id = Self.identifier(key.withUnsafeBytes { LibCrypto.hmacSHA256(key: $0, Array("strata key identifier".utf8)) }.prefix(4))
     }
 
     /// The identifier four bytes hold, read big-endian (as the manifest and messages show it).
@@ -36,7 +34,12 @@ public struct EncryptionKey: Sendable {
 
     /// A new random key. Keep its bytes (``withUnsafeBytes(_:)``): a store encrypted with it
     /// cannot be read without them.
-    public static func random() -> EncryptionKey { EncryptionKey(SymmetricKey(size: .bits256)) }
+    public static func random() -> EncryptionKey {
+        // libcrypto's generator fails only when the kernel gives it no entropy: no key can be made.
+        let bytes: [UInt8]
+        do { bytes = try LibCrypto.randomBytes(32) } catch { preconditionFailure("\(error)") }
+        return EncryptionKey(bytes.withUnsafeBytes { SecretBytes($0) })
+    }
 
     /// The key derived from `passphrase` with HKDF-SHA256 (`salt` as its salt): the same
     /// passphrase and salt give the same key.
@@ -45,8 +48,7 @@ public struct EncryptionKey: Sendable {
     /// from a vault), not a password a person chose and types; derive a key from a password with
     /// a password hash (scrypt, Argon2) and pass its bytes to ``init(bytes:)``.
     public init(passphrase: String, salt: String) {
-        self.init(HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: Array(passphrase.utf8)), salt: Array(salt.utf8),
-                                         info: Array("strata passphrase key".utf8), outputByteCount: 32))
+        self.init(RecordEncryption.derive(Array(passphrase.utf8), salt: Array(salt.utf8), info: "strata passphrase key"))
     }
 
     /// Lends the key's 32 bytes to `body`, to keep them where you keep secrets.

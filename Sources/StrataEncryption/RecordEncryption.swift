@@ -1,9 +1,9 @@
-import Crypto
+import CLibCrypto
 import Foundation
 import StrataEngine
 import StrataRecords
 
-/// Encryption of every record value at rest: AES-256-GCM (swift-crypto), a `ValueTransform` of
+/// Encryption of every record value at rest: AES-256-GCM (the system's OpenSSL libcrypto), a `ValueTransform` of
 /// the record layer, so it works the same on every engine.
 ///
 /// ```swift
@@ -30,11 +30,11 @@ public struct RecordEncryption: ValueTransform {
 
     /// The key new values are sealed under.
     let current: EncryptionKey
-    /// The store's key derived from ``current`` (before binding: from no salt).
-    let currentStoreKey: SymmetricKey
+    /// The store's key derived from ``current`` (before binding: from no salt), with its cipher contexts.
+    let currentStoreKey: AESGCMKey
     /// Earlier keys, looked up by identifier and derived for the store once.
     let ring: KeyRing
-    /// For the format's test vectors only: the nonce of every seal.
+    /// For the format's test vectors only: the nonce of every seal (12 bytes).
     var fixedNonce: [UInt8]?
 
     /// Encryption under `key` alone.
@@ -75,18 +75,32 @@ public struct RecordEncryption: ValueTransform {
     }
 
     /// The store's key derived from `key` and the store's salt.
-    static func storeKey(_ key: EncryptionKey, salt: [UInt8]) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(inputKeyMaterial: key.key, salt: salt, info: Array("strata aes-256-gcm record values".utf8), outputByteCount: 32)
+    static func storeKey(_ key: EncryptionKey, salt: [UInt8]) -> AESGCMKey {
+        AESGCMKey(key.key.withUnsafeBytes { derive($0, salt: salt, info: "strata aes-256-gcm record values") })
+    }
+
+    /// 32 bytes derived from `secret` with HKDF-SHA256.
+    static func derive(_ secret: some ContiguousBytes, salt: [UInt8], info: String) -> SecretBytes {
+        // HKDF fails only when libcrypto cannot allocate its context: nothing sensible is left to do.
+        var derived: [UInt8]
+        do {
+            derived = try secret.withUnsafeBytes { try LibCrypto.hkdfSHA256(key: $0, salt: salt, info: Array(info.utf8), count: 32) }
+        } catch {
+            preconditionFailure("\(error)")
+        }
+        defer { derived.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
+        return derived.withUnsafeBytes { SecretBytes($0) }
     }
 
     /// Appends `key identifier (4, big-endian) ‖ nonce (12) ‖ ciphertext ‖ tag (16)`.
     public func apply(_ fields: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, to output: inout [UInt8]) throws {
-        let nonce = try fixedNonce.map { try AES.GCM.Nonce(data: $0) } ?? NonceSource.next()
-        let box = try AES.GCM.seal(fields, using: currentStoreKey, nonce: nonce, authenticating: header)
+        let nonce = fixedNonce.map(Nonce.init) ?? NonceSource.next()
         output.reserveCapacity(output.count + fields.count + Self.overhead)
         withUnsafeBytes(of: current.id.bigEndian) { output.append(contentsOf: $0) }
-        // nonce ‖ ciphertext ‖ tag, as the box holds them (its parts one by one cost a copy each).
-        box.combined!.withUnsafeBytes { output.append(contentsOf: $0) }  // a 12-byte nonce always has a combined form
+        try nonce.withUnsafeBytes { nonce in
+            output.append(contentsOf: nonce)
+            try currentStoreKey.seal(fields, nonce: nonce, aad: header, appendingTo: &output)
+        }
     }
 
     /// Appends the fields `stored` seals with `header`; refuses bytes too short to be sealed, sealed
@@ -96,11 +110,11 @@ public struct RecordEncryption: ValueTransform {
             throw ValueTransformError(.malformed, "\(stored.count) bytes, fewer than the \(Self.overhead) of a sealed value's header and tag")
         }
         let id = EncryptionKey.identifier(stored.prefix(4))
-        let storeKey: SymmetricKey
+        let storeKey: AESGCMKey
         if id == current.id {
             storeKey = currentStoreKey
         } else {
-            let earlier: SymmetricKey?
+            let earlier: AESGCMKey?
             do {
                 earlier = try ring.storeKey(id)
             } catch {
@@ -111,15 +125,12 @@ public struct RecordEncryption: ValueTransform {
             }
             storeKey = earlier
         }
-        let opened: Data
-        do {
-            let box = try AES.GCM.SealedBox(combined: UnsafeRawBufferPointer(rebasing: stored[4...]))
-            opened = try AES.GCM.open(box, using: storeKey, authenticating: header)
-        } catch {
+        let nonce = UnsafeRawBufferPointer(rebasing: stored[4..<(4 + AESGCMKey.nonceLength)])
+        let sealed = UnsafeRawBufferPointer(rebasing: stored[(4 + AESGCMKey.nonceLength)...])
+        guard try storeKey.open(sealed, nonce: nonce, aad: header, appendingTo: &output) else {
             throw ValueTransformError(.authenticationFailed, "the value under key \(EncryptionKey.describe(id)) was altered, moved from another "
                                       + "record or store, or sealed with another key of that identifier")
         }
-        opened.withUnsafeBytes { output.append(contentsOf: $0) }
     }
 }
 
@@ -127,7 +138,7 @@ public struct RecordEncryption: ValueTransform {
 final class KeyRing: Sendable {
     let provider: any KeyProvider
     let salt: [UInt8]
-    private let derived = Locked<[UInt32: SymmetricKey]>([:])
+    private let derived = Locked<[UInt32: AESGCMKey]>([:])
 
     init(_ provider: any KeyProvider, salt: [UInt8]) {
         self.provider = provider
@@ -135,7 +146,7 @@ final class KeyRing: Sendable {
     }
 
     /// The store's key for the provider's key `id`, or `nil` when the provider has none.
-    func storeKey(_ id: UInt32) throws -> SymmetricKey? {
+    func storeKey(_ id: UInt32) throws -> AESGCMKey? {
         if let known = derived.withLock({ $0[id] }) { return known }
         guard let key = try provider.key(withID: id), key.id == id else { return nil }
         let storeKey = RecordEncryption.storeKey(key, salt: salt)
