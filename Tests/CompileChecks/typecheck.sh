@@ -16,6 +16,7 @@ typecheck() {
     -Xcc -fmodule-map-file=Sources/CLevelDB/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CZstd/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/CLibCrypto/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CCRC32C/include/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CThreadSanitizerHooks/include/module.modulemap \
     "${maps[@]}" 2>&1

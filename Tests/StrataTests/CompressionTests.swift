@@ -110,6 +110,81 @@ struct CompressionTests {
                 "\(transformed)")
     }
 
+    /// Short log lines: alike, and too short to compress well alone.
+    static func logLine(_ id: Int) -> Note {
+        let cities = ["Paris", "Lyon", "Oslo", "Berlin", "Lisbon"], devices = ["iPhone 15", "Pixel 8", "ThinkPad X1", "iPad Air"]
+        return Note(id: id, text: "{\"event\":\"login\",\"user\":\(1_000 + id * 7 % 613),\"city\":\"\(cities[id % 5])\","
+                    + "\"device\":\"\(devices[id % 4])\",\"ok\":\(id % 9 != 0),\"ms\":\(id * 37 % 900)}")
+    }
+
+    @Test("a dictionary trained from the store's records: opening with it re-compresses every value through the rotation job, smaller; the store then opens only with that dictionary",
+          arguments: TestEngines.all)
+    func dictionary(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let notes = (0..<400).map(Self.logLine)
+        // One engine for every store: a memory store ends with its engine.
+        let engine = try kind.open(dir.path, EngineOptions(mode: .create, durability: .full))
+        func open(_ compression: RecordCompression) throws -> Store { try Store(engine: engine, readOnly: false, transforms: [compression]) }
+        let first = try open(RecordCompression(minimumLength: 16))
+        var store = first
+        try store.withTransaction { ctx in for note in notes { try ctx.insert(note) } }
+        let withoutDictionary = try #require(try store.statistics().keyspaces.first { $0.name == "Note" }?.transformed)
+        let dictionary = try ZstdDictionary.train(from: store, keyspace: "Note", samples: 300, size: 2_048)
+        #expect(try store.fieldSamples(keyspace: "Note", limit: 50).count == 50)
+
+        let compression = RecordCompression(minimumLength: 16, dictionary: dictionary)
+        #expect(compression.name == "zstd dictionary \(dictionary.idDescription)")
+        store = try open(compression)
+        #expect(try store.statistics().manifest?.retiring == ["zstd"])
+        let report = try store.rotateKeys(batchSize: 64).wait()
+        #expect(report.finished && report.records == notes.count && report.unreadable == 0, "\(report)")
+        #expect(try store.withReadTransaction { ctx in try ctx.select(Note.self) } == notes)
+        let stats = try store.statistics()
+        #expect(stats.manifest?.transforms == [compression.name] && stats.manifest?.retiring == [])
+        let withDictionary = try #require(stats.keyspaces.first { $0.name == "Note" }?.transformed)
+        #expect(withDictionary.plainBytes == withoutDictionary.plainBytes && withDictionary.opened == notes.count)
+        #expect(withDictionary.storedBytes * 2 < withoutDictionary.storedBytes, "with \(withDictionary), without \(withoutDictionary)")
+        var flags: [UInt8: Int] = [:]  // the flag byte after each value's version
+        try store.dumpRaw(.prefix(KeyCodec.encode("Note"))) { _, value in
+            if let version = value.firstIndex(where: { $0 < 0x80 }) { flags[value[version + 1], default: 0] += 1 }
+            return true
+        }
+        #expect(flags == [2: notes.count], "\(flags)")
+        #expect(try store.verify().isClean)
+
+        store = try open(RecordCompression(level: 9, minimumLength: 16, dictionary: dictionary))
+        #expect(try store.withReadTransaction { ctx in try ctx.fetch(Note.self, .all.equal(17)) } == notes[17])
+
+        // With another dictionary, or without one, the store is refused at open (a refused open
+        // closes the engine it was given: the open's own check first, then one open).
+        let other = try ZstdDictionary.train(samples: (0..<300).map { Array("other text \($0) ".utf8) + Array(repeating: UInt8($0 % 200), count: 40) }, size: 1_024)
+        #expect(other.id != dictionary.id)
+        #expect(throws: RecordError.self) { _ = try Manifest.check(engine, readOnly: false, transforms: [RecordCompression(dictionary: other)]) }
+        #expect(throws: RecordError.self) { _ = try open(RecordCompression()) }
+        _ = first
+    }
+
+    @Test("a dictionary refuses bytes that are not one, and samples too few to train on")
+    func dictionaryRefusals() throws {
+        #expect(throws: ZstdDictionaryError.notADictionary(3)) { _ = try ZstdDictionary(bytes: [1, 2, 3]) }
+        #expect(throws: ZstdDictionaryError.self) { _ = try ZstdDictionary.train(samples: [Array("one".utf8), Array("two".utf8)], size: 1_024) }
+        let dictionary = try ZstdDictionary.train(samples: (0..<400).map { Array(Self.logLine($0).text.utf8) }, size: 2_048)
+        #expect(try ZstdDictionary(bytes: dictionary.bytes) == dictionary)
+        // A frame made with one dictionary is refused by a transform that holds another.
+        let other = try ZstdDictionary.train(samples: (0..<400).map { Array(Self.logLine($0 + 5_000).text.utf8.reversed()) }, size: 2_048)
+        let fields = Array(Self.logLine(3).text.utf8)
+        var sealed: [UInt8] = []
+        try fields.withUnsafeBytes { try RecordCompression(minimumLength: 16, dictionary: dictionary).apply($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &sealed) }
+        #expect(sealed.first == 2)
+        var opened: [UInt8] = []
+        try sealed.withUnsafeBytes { try RecordCompression(dictionary: dictionary).reverse($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &opened) }
+        #expect(opened == fields)
+        #expect(throws: ValueTransformError(.missingKey, "a zstd frame made with dictionary \(dictionary.idDescription), not with this transform's \(other.idDescription)")) {
+            try sealed.withUnsafeBytes { try RecordCompression(dictionary: other).reverse($0, header: UnsafeRawBufferPointer(start: nil, count: 0), to: &opened) }
+        }
+    }
+
     @Test("an unknown flag, a truncated frame, a frame claiming too much, an empty value: each refused as malformed")
     func malformed() throws {
         let compression = RecordCompression()
@@ -124,7 +199,12 @@ struct CompressionTests {
         }
         #expect(try reverse(sealed) == fields)
         #expect(try reverse([0, 1, 2, 3]) == [1, 2, 3])
-        #expect(throws: ValueTransformError(.malformed, "flag byte 2, neither 0 (stored as is) nor 1 (zstd)")) { try reverse([2] + sealed.dropFirst()) }
+        #expect(throws: ValueTransformError(.malformed, "flag byte 3, neither 0 (stored as is), 1 (zstd) nor 2 (zstd with a dictionary)")) {
+            try reverse([3] + sealed.dropFirst())
+        }
+        #expect(throws: ValueTransformError(.missingKey, "a zstd frame made with dictionary 00000000, and this transform has none")) {
+            try reverse([2] + sealed.dropFirst())
+        }
         #expect(throws: ValueTransformError(.malformed, "an empty value, without its flag byte")) { try reverse([]) }
         #expect(throws: ValueTransformError.self) { try reverse(Array(sealed.prefix(sealed.count - 3))) }
         // A frame header claiming 1 GiB of content (zstd's single-segment header, 8-byte size).

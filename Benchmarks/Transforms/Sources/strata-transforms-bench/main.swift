@@ -3,8 +3,8 @@
 // Encryption: one record set (a person: name, email, city, age, a 120-byte note), filled in
 // transactions of 1,000 records and read back by random key, once on a plain store and once with
 // every value sealed by RecordEncryption. Compression: a text-heavy set (articles of about 1.2 KB
-// of prose from a fixed vocabulary), plain and through RecordCompression: its size on disk and
-// its random reads. Each measured 5 times, medians compared. Durability is relaxed so that the
+// of prose from a fixed vocabulary), plain, through RecordCompression, and through it with a
+// dictionary trained on other articles: its size on disk and its random reads. Each measured 5 times, medians compared. Durability is relaxed so that the
 // disk's flushes, the same for both, do not hide the transforms' cost.
 import Foundation
 import StrataBundledEngines
@@ -136,11 +136,11 @@ func diskBytes(_ directory: String) -> Int {
 }
 
 /// One round of the text-heavy set on a new store: its size on disk and the random reads' seconds.
-func textRound(_ kind: EngineKind, compressed: Bool, count: Int) throws -> (bytes: Int, read: Double) {
+func textRound(_ kind: EngineKind, _ compression: RecordCompression?, count: Int) throws -> (bytes: Int, read: Double) {
     let directory = NSTemporaryDirectory() + "strata-transforms-bench-\(getpid())-\(UUID())"
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let store = try Store(engine: try kind.open(directory, EngineOptions(mode: .create, durability: .relaxed)),
-                          transforms: compressed ? [RecordCompression()] : [])
+                          transforms: compression.map { [$0] } ?? [])
     for start in stride(from: 0, to: count, by: 500) {
         try store.withTransaction { ctx in for id in start..<min(start + 500, count) { try ctx.insert(Article(id: id)) } }
     }
@@ -156,22 +156,34 @@ func textRound(_ kind: EngineKind, compressed: Bool, count: Int) throws -> (byte
 }
 
 let articles = max(records / 5, 1)
-print("\nCompression: \(articles) articles of about \(Article(id: 1).body.utf8.count) bytes, through zstd (level 3); medians of \(rounds)")
-print("engine    size plain   size zstd   smaller   read plain   read zstd   ratio")
-var lmdbText: (smaller: Double, read: Double)?
+// A dictionary trained on 1,000 articles of a store made for it (not timed): what a user does
+// once, with ZstdDictionary.train(from:), before opening their store with it.
+let dictionary: ZstdDictionary = try {
+    let directory = NSTemporaryDirectory() + "strata-transforms-bench-\(getpid())-\(UUID())"
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = try Store(engine: try EngineKind.memory.open(directory, EngineOptions(mode: .create, durability: .relaxed)))
+    defer { try? store.close() }
+    try store.withTransaction { ctx in for id in 0..<1_000 { try ctx.insert(Article(id: 1_000_000 + id)) } }
+    return try ZstdDictionary.train(from: store)
+}()
+print("\nCompression: \(articles) articles of about \(Article(id: 1).body.utf8.count) bytes, through zstd (level 3) without and with a "
+      + "\(dictionary.bytes.count)-byte dictionary; medians of \(rounds)")
+print("engine    size plain   size zstd   smaller   read plain   read zstd   ratio   size dict   smaller   read dict   ratio")
+var lmdbText: (smaller: Double, read: Double, dictSmaller: Double, dictRead: Double)?
 for kind in BundledEngines.onDisk where only.map({ kind.name == $0 }) ?? true {
-    var plain: [(bytes: Int, read: Double)] = [], packed: [(bytes: Int, read: Double)] = []
+    var plain: [(bytes: Int, read: Double)] = [], packed: [(bytes: Int, read: Double)] = [], withDictionary: [(bytes: Int, read: Double)] = []
     for _ in 0..<rounds {
-        plain.append(try textRound(kind, compressed: false, count: articles))
-        packed.append(try textRound(kind, compressed: true, count: articles))
+        plain.append(try textRound(kind, nil, count: articles))
+        packed.append(try textRound(kind, RecordCompression(), count: articles))
+        withDictionary.append(try textRound(kind, RecordCompression(dictionary: dictionary), count: articles))
     }
-    let size = (plain.map(\.bytes).sorted()[rounds / 2], packed.map(\.bytes).sorted()[rounds / 2])
-    let read = (median(plain.map(\.read)), median(packed.map(\.read)))
-    let result = (smaller: Double(size.0) / Double(size.1), read: read.0 / read.1)
+    func medians(_ runs: [(bytes: Int, read: Double)]) -> (bytes: Int, read: Double) { (runs.map(\.bytes).sorted()[rounds / 2], median(runs.map(\.read))) }
+    let (p, z, d) = (medians(plain), medians(packed), medians(withDictionary))
+    let result = (smaller: Double(p.bytes) / Double(z.bytes), read: p.read / z.read, dictSmaller: Double(p.bytes) / Double(d.bytes), dictRead: p.read / d.read)
     if kind.name == "lmdb" { lmdbText = result }
     print(kind.name.padding(toLength: 8, withPad: " ", startingAt: 0),
-          String(format: "%8.1f MB  %8.1f MB  %6.2fx   %8.3f s  %8.3f s  %5.2f", Double(size.0) / 1e6, Double(size.1) / 1e6, result.smaller,
-                 read.0, read.1, result.read))
+          String(format: "%8.1f MB  %8.1f MB  %6.2fx   %8.3f s  %8.3f s  %5.2f  %7.1f MB  %6.2fx  %8.3f s  %5.2f", Double(p.bytes) / 1e6, Double(z.bytes) / 1e6,
+                 result.smaller, p.read, z.read, result.read, Double(d.bytes) / 1e6, result.dictSmaller, d.read, result.dictRead))
 }
 
 // Targets (issue #48): on LMDB, fill and random reads with encryption at 0.85 or more of the
@@ -188,4 +200,6 @@ if let lmdb = lmdbRatios {
 if let text = lmdbText {
     report("lmdb text set on disk, plain / zstd", text.smaller, 2, "x")
     report("lmdb text readrandom, zstd vs plain", text.read, 0.8)
+    report("lmdb text set on disk, plain / zstd with a dictionary", text.dictSmaller, 2, "x")
+    report("lmdb text readrandom, zstd with a dictionary vs plain", text.dictRead, 0.8)
 }
