@@ -23,6 +23,8 @@ run: deps
 	.build/release/strata bench-indexes
 	.build/release/strata bench-codable
 	.build/release/strata bench-observe
+	swift build -c release --product strata-transforms
+	.build/release/strata-transforms bench
 
 # The suite runs every conformance case on every bundled engine (StrataAdapterTests), so the tool's
 # runner is checked on one; etcd's runs are the only ones on etcd: 3 members over mutual TLS, and
@@ -164,10 +166,10 @@ bench-peers: deps
 
 # The value transforms' cost and gain (encryption: fill and random reads, plain vs sealed;
 # compression: a text-heavy set's size on disk and random reads), every bundled engine, with the
-# targets: a package of its own, so that `make run` never builds swift-crypto.
+# targets: the end of `make run`, alone.
 bench-transforms: deps
-	swift build -c release --package-path Benchmarks/Transforms --product strata-transforms-bench
-	Benchmarks/Transforms/.build/release/strata-transforms-bench
+	swift build -c release --product strata-transforms
+	.build/release/strata-transforms bench
 
 # The record layer on local etcd clusters of 1 and 3 members beside the embedded engines.
 bench-etcd: deps

@@ -205,7 +205,7 @@ let package = Package(
         ),
 
         // The store tools for encrypted and compressed stores, key rotation and its crash test:
-        // apart from `strata`, so that `make run` builds no cryptography.
+        // apart from `strata`, which links neither libcrypto nor libzstd; and the transforms' benchmark.
         .executableTarget(
             name: "strata-transforms",
             dependencies: [
