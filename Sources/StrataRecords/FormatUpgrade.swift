@@ -36,7 +36,7 @@ enum FormatUpgrade {
         // 1. Claim the upgrade: catalog entries converted, the manifest at format 2, the job
         //    started. An older build refuses the store from here on; a current one resumes.
         let fromFormat: UInt32? = try engine.write { tx in
-            let manifest = try Manifest.decode(try tx.get(SystemKey.manifest) ?? [])
+            let manifest = try Manifest.required(in: tx)
             if manifest.format == Manifest.formatVersion {
                 return try tx.get(job).map { try Progress(decoding: $0).report.fromFormat }  // resume, or done by another
             }

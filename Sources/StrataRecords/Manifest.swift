@@ -38,6 +38,16 @@ enum Manifest {
         return w.bytes
     }
 
+    /// The manifest `tx` reads, `nil` in a store without one (an empty store).
+    static func stored(in tx: any KeyValueReader) throws -> Contents? {
+        try tx.get(SystemKey.manifest).map(decode)
+    }
+
+    /// The manifest `tx` reads; a store without one is refused as unreadable.
+    static func required(in tx: any KeyValueReader) throws -> Contents {
+        try decode(try tx.get(SystemKey.manifest) ?? [])
+    }
+
     static func decode(_ bytes: [UInt8]) throws -> Contents {
         try bytes.withUnsafeBytes { raw in
             var r = FieldReader(raw)
@@ -71,10 +81,10 @@ enum Manifest {
         let transforms = opened.map(\.name)
         let expected = current(engine, transforms: transforms)
         let found = try engine.read { tx -> (Contents?, Bool, [String], Bool) in
-            let stored = try tx.get(SystemKey.manifest)
+            let stored = try stored(in: tx)
             let features = try storeFeatures(in: tx)
             let upgrading = try tx.exists(SystemKey.job(FormatUpgrade.jobName))
-            return (try stored.map(decode), try tx.keys(.all, limit: 1).isEmpty, features, upgrading)
+            return (stored, try tx.keys(.all, limit: 1).isEmpty, features, upgrading)
         }
         if let stored = found.0 {
             try compare(stored, expected)
@@ -87,12 +97,9 @@ enum Manifest {
         if !found.1 { throw RecordError.manifestMismatch(detail: "the store holds data but no Strata manifest") }
         if readOnly { return .current }  // an empty store opened read-only: nothing to check, nothing to write
         return try engine.write { tx in
-            if let stored = try tx.get(SystemKey.manifest) {  // another process created it meanwhile
-                let contents = try decode(stored)
+            if let contents = try stored(in: tx) {  // another process created it meanwhile
                 try compare(contents, expected)
-                if contents.transforms != transforms {
-                    throw RecordError.manifestMismatch(detail: "values written with the transforms \(describe(contents.transforms)), opened with \(describe(transforms))")
-                }
+                if contents.transforms != transforms { throw writtenWith(contents.transforms, openedWith: transforms) }
                 return contents.format < expected.format ? .needsUpgrade(from: contents.format) : .current
             }
             try tx.put(encode(expected), forKey: SystemKey.manifest)
@@ -133,7 +140,7 @@ enum Manifest {
             return false
         }
         guard try reads(opened, stored.transforms) else {
-            throw RecordError.manifestMismatch(detail: "values written with the transforms \(describe(stored.transforms)), opened with \(describe(names))")
+            throw writtenWith(stored.transforms, openedWith: names)
         }
         guard stored.retiring.isEmpty else {
             throw RecordError.manifestMismatch(detail: "a key rotation from \(describe(stored.retiring)) to \(describe(stored.transforms)) is under way: "
@@ -153,7 +160,7 @@ enum Manifest {
     /// process did so first; a manifest changed otherwise meanwhile is refused (open again).
     static func beginRotation(_ engine: any KeyValueEngine, from stored: Contents, to transforms: [String]) throws {
         try engine.write { tx in
-            let now = try decode(try tx.get(SystemKey.manifest) ?? [])
+            let now = try required(in: tx)
             if now.transforms == transforms && now.retiring == stored.transforms { return }
             guard now == stored else {
                 throw RecordError.manifestMismatch(detail: "the manifest changed while the store opened (another process rotated its key?): open it again")
@@ -163,6 +170,11 @@ enum Manifest {
             rotating.retiring = stored.transforms
             try tx.put(encode(rotating), forKey: SystemKey.manifest)
         }
+    }
+
+    /// The refusal of a store whose values were written with the chain `stored`, opened with another.
+    static func writtenWith(_ stored: [String], openedWith opened: [String]) -> RecordError {
+        .manifestMismatch(detail: "values written with the transforms \(describe(stored)), opened with \(describe(opened))")
     }
 
     /// A transform chain for messages: `[zstd, aes-gcm]`, or `none`.

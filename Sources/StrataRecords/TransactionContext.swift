@@ -162,7 +162,7 @@ public final class TransactionContext {
     /// transaction of a store with transforms.
     @usableFromInline
     func checkTransforms() throws {
-        let stored = try reader.get(SystemKey.manifest).map(Manifest.decode)?.transforms ?? []
+        let stored = try Manifest.stored(in: reader)?.transforms ?? []
         guard stored == envelope.names else {
             throw RecordError.manifestMismatch(detail: "the store's values are now sealed with \(Manifest.describe(stored)), and it was opened with "
                 + "\(Manifest.describe(envelope.names)) (another process rotated its key): open it again")

@@ -109,7 +109,7 @@ extension Store {
         try engine.read { tx in
             if let sealer {
                 manifest.transforms = sealer.names
-            } else if let stored = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode) {
+            } else if let stored = try StrataRecords.Manifest.stored(in: tx) {
                 // A byte-for-byte copy names the chain the source's manifest does, read in the
                 // copy's snapshot (not the transforms this store was opened with: a read-only open
                 // with a new key and the old one begins no rotation), and keeps a rotation under

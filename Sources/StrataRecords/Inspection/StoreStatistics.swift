@@ -117,7 +117,7 @@ extension Store {
         try engine.read { tx in
             var ticker = try ProgressTicker(tx, .all, progress)
             let catalog = try CatalogSnapshot(tx, envelope: envelope)
-            let manifest = try tx.get(SystemKey.manifest).map(StrataRecords.Manifest.decode)
+            let manifest = try StrataRecords.Manifest.stored(in: tx)
             let features = try StrataRecords.Manifest.storeFeatures(in: tx)
             var keyspaces: [String: StoreStatistics.Keyspace] = [:]
             func keyspace(_ name: String) -> StoreStatistics.Keyspace {

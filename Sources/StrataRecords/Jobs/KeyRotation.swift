@@ -69,7 +69,7 @@ extension Store {
     /// while a key rotation runs, the chain it retires. Both are empty for a store that keeps its
     /// values as written and for an engine without a store yet.
     public static func storedTransforms(in engine: any KeyValueEngine) throws -> (transforms: [String], retiring: [String]) {
-        let manifest = try engine.read { tx in try tx.get(SystemKey.manifest).map(Manifest.decode) }
+        let manifest = try engine.read { tx in try Manifest.stored(in: tx) }
         return (manifest?.transforms ?? [], manifest?.retiring ?? [])
     }
 
@@ -80,7 +80,7 @@ extension Store {
     func runRotation(batchSize: Int, job: KeyRotationJob, onBatch: (JobProgress) -> Void) throws -> KeyRotationReport {
         var report = KeyRotationReport()
         let (retiring, total) = try engine.read { tx -> ([String], Int) in
-            let retiring = try tx.get(SystemKey.manifest).map(Manifest.decode)?.retiring ?? []
+            let retiring = try Manifest.stored(in: tx)?.retiring ?? []
             guard !retiring.isEmpty else { return (retiring, 0) }
             var pairs = 0
             for phase in [KeyRotationPhase.records, .coveringEntries] {
@@ -118,7 +118,7 @@ extension Store {
     /// One batch of the rotation in `tx`; `nil` when no rotation is under way (any more).
     private func rotationStep(_ tx: any KeyValueWriter, _ batching: JobBatch, scratch: inout [UInt8],
                               report: inout KeyRotationReport) throws -> (handled: Int, phase: KeyRotationPhase)? {
-        var manifest = try Manifest.decode(try tx.get(SystemKey.manifest) ?? [])
+        var manifest = try Manifest.required(in: tx)
         guard !manifest.retiring.isEmpty else { return nil }
         guard manifest.transforms == envelope.names else {
             throw RecordError.manifestMismatch(detail: "the store's transforms became \(Manifest.describe(manifest.transforms)) since it was opened "
