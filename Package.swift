@@ -68,7 +68,6 @@ let package = Package(
         // `make docs` only: a command plugin, built when documentation is generated, never by
         // `swift build`.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // AES-GCM, HKDF and HMAC for StrataEncryption (3.x or 4.x, whichever an app resolves).
         // The etcd engine's client: gRPC over HTTP/2 on NIO, etcd's messages in protobuf (the code
         // generated from Sources/StrataEtcd/Protocol/Wire/etcd.proto is committed).
         .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.0"),

@@ -31,11 +31,12 @@ public struct RecordCompression: ValueTransform {
     static let compressors = ZstdContexts(compressing: true)
     static let decompressors = ZstdContexts(compressing: false)
 
-    /// Compression at zstd level `level` of values of at least `minimumLength` bytes, with
-    /// `dictionary` if one is given (``ZstdDictionary/train(from:keyspace:samples:size:)``).
-    public init(level: Int32 = 3, minimumLength: Int = 64, dictionary: ZstdDictionary? = nil) {
+    /// Compression at zstd level `level` of values of at least `minimumLength` bytes (by
+    /// default 64, or 16 with a dictionary, which makes short values gain), with `dictionary` if
+    /// one is given (``ZstdDictionary/train(from:keyspace:samples:size:)``).
+    public init(level: Int32 = 3, minimumLength: Int? = nil, dictionary: ZstdDictionary? = nil) {
         self.level = level
-        self.minimumLength = minimumLength
+        self.minimumLength = minimumLength ?? (dictionary == nil ? 64 : 16)
         self.dictionary = dictionary
         digested = dictionary.map { DigestedDictionary($0, level: level) }
     }
@@ -90,6 +91,9 @@ public struct RecordCompression: ValueTransform {
             try Self.decompress(body, with: nil, to: &output)
         case 2:
             let needed = ZSTD_getDictID_fromFrame(body.baseAddress, body.count)
+            guard needed != 0 else {
+                throw ValueTransformError(.malformed, "flag 2 (zstd with a dictionary) before bytes that are not a zstd frame naming its dictionary")
+            }
             guard let digested, let dictionary, needed == dictionary.id else {
                 throw ValueTransformError(.missingKey, "a zstd frame made with dictionary \(ZstdDictionary.describe(needed)), "
                                           + (dictionary.map { "not with this transform's \($0.idDescription)" } ?? "and this transform has none"))

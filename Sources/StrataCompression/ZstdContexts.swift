@@ -34,8 +34,9 @@ final class ZstdContexts: @unchecked Sendable {
 
     func withContext<T>(_ body: (ZstdContext) throws -> T) rethrows -> T {
         lock.lock()
-        let context = free.popLast() ?? ZstdContext(compressing: compressing)
+        let resting = free.popLast()
         lock.unlock()
+        let context = resting ?? ZstdContext(compressing: compressing)
         defer {
             lock.lock()
             if free.count < 8 { free.append(context) }

@@ -3,7 +3,8 @@ import Foundation
 import StrataRecords
 
 /// A zstd dictionary: what values of one kind have in common, given to ``RecordCompression`` so
-/// that each value need not carry it. Short values, which compress poorly alone, gain most.
+/// that each value need not carry it. Short values, which compress poorly alone, gain most (with a
+/// dictionary, values from 16 bytes on are compressed, not from 64).
 ///
 /// Train one from a sample of a store's records (``train(from:keyspace:samples:size:)``), keep
 /// its ``bytes`` with your application (as you would a schema), and make the transform with it:
@@ -15,10 +16,21 @@ public struct ZstdDictionary: Sendable, Hashable {
     public let id: UInt32
 
     /// The dictionary `bytes` hold; refuses bytes that are not a zstd dictionary with an
-    /// identifier (raw content, another file).
+    /// identifier (raw content, another file) and a dictionary zstd cannot load (truncated,
+    /// damaged tables).
     public init(bytes: [UInt8]) throws(ZstdDictionaryError) {
         let id = bytes.withUnsafeBytes { ZDICT_getDictID($0.baseAddress, $0.count) }
         guard id != 0 else { throw .notADictionary(bytes.count) }
+        // The header names an identifier; only loading the tables shows they are whole.
+        let loads = bytes.withUnsafeBytes { raw in
+            let tables = (ZSTD_createCDict(raw.baseAddress, raw.count, 3), ZSTD_createDDict(raw.baseAddress, raw.count))
+            defer {
+                ZSTD_freeCDict(tables.0)
+                ZSTD_freeDDict(tables.1)
+            }
+            return tables.0 != nil && tables.1 != nil
+        }
+        guard loads else { throw .damaged(id: id, bytes.count) }
         (self.bytes, self.id) = (bytes, id)
     }
 
@@ -56,11 +68,14 @@ public enum ZstdDictionaryError: Error, Sendable, Hashable, CustomStringConverti
     case notADictionary(Int)
     /// zstd could not train a dictionary on the samples (too few, or too small).
     case trainingFailed(String)
+    /// A dictionary's header names an identifier, but zstd cannot load its tables (truncated, or damaged).
+    case damaged(id: UInt32, Int)
 
     public var description: String {
         switch self {
         case let .notADictionary(count): return "\(count) bytes that are not a zstd dictionary with an identifier"
         case let .trainingFailed(reason): return "zstd could not train a dictionary: \(reason)"
+        case let .damaged(id, count): return "\(count) bytes of zstd dictionary \(ZstdDictionary.describe(id)) that zstd cannot load (truncated or damaged)"
         }
     }
 }
@@ -75,7 +90,8 @@ final class DigestedDictionary: @unchecked Sendable {
         let made = dictionary.bytes.withUnsafeBytes { bytes in
             (ZSTD_createCDict(bytes.baseAddress, bytes.count, level), ZSTD_createDDict(bytes.baseAddress, bytes.count))
         }
-        // Out of memory for a few hundred kilobytes: nothing sensible is left to do.
+        // ZstdDictionary(bytes:) loaded these tables once: failing now is being out of memory for
+        // a few hundred kilobytes, with nothing sensible left to do.
         guard let compressing = made.0, let decompressing = made.1 else { preconditionFailure("zstd could not digest a dictionary") }
         (self.compressing, self.decompressing) = (compressing, decompressing)
     }

@@ -1,3 +1,4 @@
+import CLibCrypto
 import Foundation
 
 /// A 256-bit key for ``RecordEncryption``, and its identifier.
@@ -36,8 +37,9 @@ public struct EncryptionKey: Sendable {
     /// cannot be read without them.
     public static func random() -> EncryptionKey {
         // libcrypto's generator fails only when the kernel gives it no entropy: no key can be made.
-        let bytes: [UInt8]
+        var bytes: [UInt8]
         do { bytes = try LibCrypto.randomBytes(32) } catch { preconditionFailure("\(error)") }
+        defer { bytes.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
         return EncryptionKey(bytes.withUnsafeBytes { SecretBytes($0) })
     }
 

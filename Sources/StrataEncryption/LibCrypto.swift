@@ -64,9 +64,18 @@ enum LibCrypto {
         var length = count
         try check(EVP_PKEY_derive_init(context), "EVP_PKEY_derive_init")
         try check(EVP_PKEY_CTX_set_hkdf_md(context, EVP_sha256()), "EVP_PKEY_CTX_set_hkdf_md")
-        try check(salt.withUnsafeBufferPointer { EVP_PKEY_CTX_set1_hkdf_salt(context, $0.baseAddress, Int32($0.count)) }, "EVP_PKEY_CTX_set1_hkdf_salt")
-        try check(EVP_PKEY_CTX_set1_hkdf_key(context, key.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(key.count)),
-                  "EVP_PKEY_CTX_set1_hkdf_key")
+        // No salt is HKDF's zeros (RFC 5869, 2.2), the same as an empty one; libcrypto refuses a
+        // null salt pointer, which an empty Swift array may lend, so an empty salt is not set.
+        if !salt.isEmpty {
+            try check(salt.withUnsafeBufferPointer { EVP_PKEY_CTX_set1_hkdf_salt(context, $0.baseAddress, Int32($0.count)) }, "EVP_PKEY_CTX_set1_hkdf_salt")
+        }
+        // An empty key (an empty passphrase) is lent through a non-null pointer: libcrypto takes a
+        // null one for no key at all.
+        let none: UInt8 = 0
+        let setKey = withUnsafePointer(to: none) { placeholder in
+            EVP_PKEY_CTX_set1_hkdf_key(context, key.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? placeholder, Int32(key.count))
+        }
+        try check(setKey, "EVP_PKEY_CTX_set1_hkdf_key")
         try check(info.withUnsafeBufferPointer { EVP_PKEY_CTX_add1_hkdf_info(context, $0.baseAddress, Int32($0.count)) }, "EVP_PKEY_CTX_add1_hkdf_info")
         try check(output.withUnsafeMutableBufferPointer { EVP_PKEY_derive(context, $0.baseAddress, &length) }, "EVP_PKEY_derive")
         guard length == count else { throw LibCryptoError(call: "EVP_PKEY_derive", reason: "\(length) bytes derived, not \(count)") }
@@ -109,6 +118,7 @@ final class AESGCMKey: Sendable {
     /// ciphertext, then the 16-byte tag. Encrypts in place in `output`, nothing else allocated.
     func seal(_ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
               appendingTo output: inout [UInt8]) throws {
+        try Self.checkLengths(plaintext.count, aad.count)
         let start = output.count
         output.append(contentsOf: plaintext)
         output.append(contentsOf: repeatElement(0, count: Self.tagLength))
@@ -138,6 +148,7 @@ final class AESGCMKey: Sendable {
     func open(_ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
               appendingTo output: inout [UInt8]) throws -> Bool {
         precondition(sealed.count >= Self.tagLength, "a sealed value holds its tag")
+        try Self.checkLengths(sealed.count, aad.count)
         let start = output.count, textLength = sealed.count - Self.tagLength
         output.append(contentsOf: UnsafeRawBufferPointer(rebasing: sealed[..<textLength]))
         var tag = (UInt64(0), UInt64(0))
@@ -170,6 +181,16 @@ final class AESGCMKey: Sendable {
         // The plaintext of a forgery is never handed on.
         if !authentic { output.removeLast(output.count - start) }
         return authentic
+    }
+}
+
+extension AESGCMKey {
+    /// libcrypto counts the bytes of one call in an `Int32`: longer text or authenticated data
+    /// is refused, never truncated.
+    static func checkLengths(_ text: Int, _ aad: Int) throws {
+        guard text <= Int(Int32.max) - tagLength, aad <= Int(Int32.max) else {
+            throw LibCryptoError(call: "AES-256-GCM", reason: "\(text) bytes of text and \(aad) of authenticated data: libcrypto takes at most 2 GiB in one call")
+        }
     }
 }
 

@@ -3,7 +3,8 @@ import Foundation
 /// Random 96-bit nonces, drawn from the kernel's generator 4 KiB at a time: one read per 341
 /// nonces instead of one per value written (perf: the call was 2 µs of an encrypted
 /// insert's 4). A forked child empties the buffer before it runs (`pthread_atfork`),
-/// so parent and child never hand out the same nonce.
+/// so parent and child never hand out the same nonce; the fork waits for the lock, so the child
+/// never inherits it held by a thread it does not have.
 enum NonceSource {
     private static let batch = 12 * 341
     /// The nonces drawn and not handed out yet, behind an `NSLock` (the package's `Locked` is not
@@ -14,7 +15,7 @@ enum NonceSource {
         var next = 0  // guarded by `lock`
     }
     private static let buffer: Buffer = {
-        pthread_atfork(nil, nil) { NonceSource.forget() }
+        pthread_atfork({ NonceSource.buffer.lock.lock() }, { NonceSource.buffer.lock.unlock() }, { NonceSource.forgetInChild() })
         return Buffer()
     }()
 
@@ -45,9 +46,10 @@ enum NonceSource {
         return bytes
     }
 
-    /// Drops the nonces drawn and not handed out (in a forked child, which must draw its own).
-    private static func forget() {
-        buffer.lock.lock()
+    /// In a forked child, which must draw its own: drops the nonces drawn and not handed out,
+    /// and releases the lock the fork took in the parent (the child's one thread is the forking
+    /// one, which holds it).
+    private static func forgetInChild() {
         (buffer.bytes, buffer.next) = ([], 0)
         buffer.lock.unlock()
     }

@@ -127,7 +127,14 @@ public struct RecordEncryption: ValueTransform {
         }
         let nonce = UnsafeRawBufferPointer(rebasing: stored[4..<(4 + AESGCMKey.nonceLength)])
         let sealed = UnsafeRawBufferPointer(rebasing: stored[(4 + AESGCMKey.nonceLength)...])
-        guard try storeKey.open(sealed, nonce: nonce, aad: header, appendingTo: &output) else {
+        let authentic: Bool
+        do {
+            authentic = try storeKey.open(sealed, nonce: nonce, aad: header, appendingTo: &output)
+        } catch {
+            // libcrypto failed to work (a context it could not allocate): the bytes may be sound.
+            throw ValueTransformError(.keyUnavailable, "\(error)")
+        }
+        guard authentic else {
             throw ValueTransformError(.authenticationFailed, "the value under key \(EncryptionKey.describe(id)) was altered, moved from another "
                                       + "record or store, or sealed with another key of that identifier")
         }

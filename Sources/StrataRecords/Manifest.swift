@@ -12,8 +12,9 @@ enum Manifest {
         var codecVersion: UInt32
         var format: UInt32
         /// The names of the value transforms records are sealed with (``RecordEnvelope``), in
-        /// order. Stored only when there are any, so a store without transforms has the manifest
-        /// it always had, and a Strata that predates them refuses a store that has some.
+        /// order. Stored only when there are any (or a `retiring` list follows), so a store without
+        /// transforms has the manifest it always had, and a Strata that predates them refuses a
+        /// store that has some.
         var transforms: [String] = []
         /// While a key rotation runs (``Store/rotateKeys(batchSize:onBatch:)``): the chain it
         /// retires, whose values are not all re-sealed yet. Stored only then, after `transforms`.

@@ -171,6 +171,13 @@ struct CompressionTests {
         #expect(throws: ZstdDictionaryError.self) { _ = try ZstdDictionary.train(samples: [Array("one".utf8), Array("two".utf8)], size: 1_024) }
         let dictionary = try ZstdDictionary.train(samples: (0..<400).map { Array(Self.logLine($0).text.utf8) }, size: 2_048)
         #expect(try ZstdDictionary(bytes: dictionary.bytes) == dictionary)
+        #expect(RecordCompression(dictionary: dictionary).minimumLength == 16 && RecordCompression().minimumLength == 64)
+        // A truncated dictionary, or one whose tables were damaged, still names its identifier:
+        // refused when made, not when a store is opened with it.
+        #expect(throws: ZstdDictionaryError.damaged(id: dictionary.id, 64)) { _ = try ZstdDictionary(bytes: Array(dictionary.bytes.prefix(64))) }
+        var damaged = dictionary.bytes
+        for offset in 8..<48 { damaged[offset] = 0xFF }
+        #expect(throws: ZstdDictionaryError.damaged(id: dictionary.id, damaged.count)) { _ = try ZstdDictionary(bytes: damaged) }
         // A frame made with one dictionary is refused by a transform that holds another.
         let other = try ZstdDictionary.train(samples: (0..<400).map { Array(Self.logLine($0 + 5_000).text.utf8.reversed()) }, size: 2_048)
         let fields = Array(Self.logLine(3).text.utf8)
@@ -202,7 +209,7 @@ struct CompressionTests {
         #expect(throws: ValueTransformError(.malformed, "flag byte 3, neither 0 (stored as is), 1 (zstd) nor 2 (zstd with a dictionary)")) {
             try reverse([3] + sealed.dropFirst())
         }
-        #expect(throws: ValueTransformError(.missingKey, "a zstd frame made with dictionary 00000000, and this transform has none")) {
+        #expect(throws: ValueTransformError(.malformed, "flag 2 (zstd with a dictionary) before bytes that are not a zstd frame naming its dictionary")) {
             try reverse([2] + sealed.dropFirst())
         }
         #expect(throws: ValueTransformError(.malformed, "an empty value, without its flag byte")) { try reverse([]) }

@@ -193,6 +193,11 @@ struct EncryptionTests {
         }
         #expect(EncryptionKey(passphrase: "correct horse battery staple", salt: "app").id == EncryptionKey(passphrase: "correct horse battery staple", salt: "app").id)
         #expect(EncryptionKey(passphrase: "correct horse battery staple", salt: "app").id != EncryptionKey(passphrase: "correct horse battery staple", salt: "app2").id)
+        // Empty inputs derive too (libcrypto takes a null pointer for none at all): HKDF of an
+        // empty passphrase with an empty salt, as Python's cryptography derives it.
+        let emptyDerived = "647fd3afbd6f9d9d04801c983e2be06fbac2ea9f65705d1d0b5b469fdabb280c"
+        #expect(EncryptionKey(passphrase: "", salt: "").withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() } == emptyDerived)
+        #expect(EncryptionKey(passphrase: "", salt: "").id != EncryptionKey(passphrase: "", salt: "app").id)
         #expect(EncryptionKey.random().id != EncryptionKey.random().id)
         #expect(throws: EncryptionKeyError.wrongLength(31)) { try EncryptionKey(bytes: [UInt8](repeating: 0, count: 31)) }
     }

@@ -89,7 +89,7 @@ public struct StoreStatistics: Sendable, Encodable {
         /// The value bytes of its records, in total.
         public var valueBytes = 0
         /// In a store with value transforms (``Manifest/transforms``): what they make of its
-        /// records' values. `nil` without transforms.
+        /// records' values. `nil` without transforms, and for a keyspace without records.
         public var transformed: TransformedValues?
     }
 
