@@ -47,7 +47,7 @@ public struct RecordCompression: ValueTransform {
 
     /// Its own name, and with a dictionary also `zstd`: the values of a store compressed without
     /// one are read as they are, so opening that store with a dictionary begins a rotation
-    /// (``Store/rotateKeys(batchSize:onBatch:)`` compresses every value again, with it).
+    /// (`Store.rotateKeys(batchSize:onBatch:)` compresses every value again, with it).
     public func reads(valuesNamed storedName: String) throws -> Bool {
         storedName == name || storedName == "zstd"
     }

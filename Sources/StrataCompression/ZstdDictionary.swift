@@ -51,7 +51,7 @@ public struct ZstdDictionary: Sendable, Hashable {
 
     /// A dictionary of at most `size` bytes trained on the fields of up to `samples` records of
     /// `store` drawn at random (all of them, or those of `keyspace`), as the records wrote them
-    /// (``Store/fieldSamples(keyspace:limit:)``).
+    /// (`Store.fieldSamples(keyspace:limit:)`).
     public static func train(from store: Store, keyspace: String? = nil, samples: Int = 1_000, size: Int = 16 * 1024) throws -> ZstdDictionary {
         try train(samples: try store.fieldSamples(keyspace: keyspace, limit: samples), size: size)
     }
