@@ -6,9 +6,10 @@ import StrataRecords
 import StrataStoreTools
 
 /// The stores of the bundled on-disk engines, named by their directories, read with the
-/// transforms their manifests name: `zstd` as `RecordCompression`, `aes-256-gcm` as
-/// `RecordEncryption` under the keys given (`--key-file`, and `--previous-key-file` for values
-/// sealed under an earlier key while a rotation runs).
+/// transforms their manifests name: `zstd` as `RecordCompression` (`zstd dictionary …` with the
+/// dictionary of `--dictionary-file`), `aes-256-gcm` as `RecordEncryption` under the keys given
+/// (`--key-file`, and `--previous-key-file` for values sealed under an earlier key while a
+/// rotation runs).
 struct TransformedStores: StoreLocator {
     static let storeForms = "its directory"
 
@@ -17,6 +18,9 @@ struct TransformedStores: StoreLocator {
 
     @Option(help: "A file holding an earlier key (as --key-file), for values still sealed under it.")
     var previousKeyFile: String?
+
+    @Option(help: "A file holding the zstd dictionary the store's values were compressed with (its manifest names it).")
+    var dictionaryFile: String?
 
     @Option(help: "copy, backup: encrypt the copy under the key in this file (as --key-file).")
     var toKeyFile: String?
@@ -37,7 +41,14 @@ struct TransformedStores: StoreLocator {
     func copyTransforms(source: [String]) throws -> [any ValueTransform]? {
         guard resealsCopies else { return nil }
         guard toKeyFile == nil || !toPlain else { throw ToolFailure("--to-key-file and --to-plain: choose one", status: ToolExit.usage) }
-        var chain: [any ValueTransform] = (compression.map { $0 == .on } ?? source.contains(RecordCompression().name)) ? [RecordCompression()] : []
+        // Compression as asked (on: without a dictionary), else as the source's, with its dictionary.
+        let sourceCompression = try source.first { $0.hasPrefix(RecordCompression().name) }.map { try compressionTransform($0, store: "the source") }
+        var chain: [any ValueTransform] = []
+        switch compression {
+        case .on?: chain = [RecordCompression()]
+        case .off?: chain = []
+        case nil: chain = sourceCompression.map { [$0] } ?? []
+        }
         if let toKeyFile {
             chain.append(RecordEncryption(key: try KeyFile.load(toKeyFile)))
         } else if !toPlain, source.contains(where: { $0.hasPrefix(RecordEncryption.algorithm + " ") }) {
@@ -59,13 +70,35 @@ struct TransformedStores: StoreLocator {
 
     func transforms(named stored: (transforms: [String], retiring: [String]), store: String) throws -> [any ValueTransform] {
         try stored.transforms.map { name in
-            if name == RecordCompression().name { return RecordCompression() }
+            if name.hasPrefix(RecordCompression().name) { return try compressionTransform(name, store: store) }
             guard name.hasPrefix(RecordEncryption.algorithm + " ") else {
                 throw ToolFailure("\(store): its values pass through \(name), which this tool does not know")
             }
             guard let keyFile else { throw ToolFailure("\(store): its values are encrypted (\(name)): give its key with --key-file", status: ToolExit.usage) }
             return try RecordEncryption(keys: keys(current: keyFile))
         }
+    }
+
+    /// The compression a manifest names `name`: `zstd`, or `zstd dictionary <id>` with the
+    /// dictionary of `--dictionary-file`, which must be that one.
+    func compressionTransform(_ name: String, store: String) throws -> RecordCompression {
+        if name == RecordCompression().name { return RecordCompression() }
+        guard let dictionaryFile else {
+            throw ToolFailure("\(store): its values are compressed with a dictionary (\(name)): give it with --dictionary-file", status: ToolExit.usage)
+        }
+        guard let bytes = FileManager.default.contents(atPath: dictionaryFile) else {
+            throw ToolFailure("\(dictionaryFile): cannot read the dictionary file", status: ToolExit.usage)
+        }
+        let compression: RecordCompression
+        do {
+            compression = RecordCompression(dictionary: try ZstdDictionary(bytes: Array(bytes)))
+        } catch {
+            throw ToolFailure("\(dictionaryFile): \(error)", status: ToolExit.usage)
+        }
+        guard compression.name == name else {
+            throw ToolFailure("\(store): its values need \(name), and \(dictionaryFile) holds \(compression.name)", status: ToolExit.usage)
+        }
+        return compression
     }
 
     /// The key in `current`, and the one in `--previous-key-file` if given.

@@ -1,5 +1,6 @@
 import Foundation
 import StrataBundledEngines
+import StrataCompression
 import StrataEncryption
 import StrataEngine
 import StrataKeyCodec
@@ -94,5 +95,47 @@ struct TransformToolTests {
         #expect(clear.status == 0 && clear.output.contains("secret text 29"), "\(clear.output)")
         let both = try runProgram(transformsTool, ["copy", path, dir.path + "/both", "--key-file", newFile, "--to-plain", "--to-key-file", oldFile])
         #expect(both.status == 64, "\(both.output)")
+    }
+
+    @Test("a store compressed with a dictionary is read with --dictionary-file and refused without it or with another; a copy keeps the dictionary or drops it",
+          arguments: BundledEngines.onDisk)
+    func dictionaryStores(kind: EngineKind) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let path = dir.path + "/store"
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        let samples = (0..<300).map { Array("secret text \($0), kept with its neighbours \($0 % 17)".utf8) }
+        let dictionary = try ZstdDictionary.train(samples: samples, size: 1_024)
+        let other = try ZstdDictionary.train(samples: samples.map { Array($0.reversed()) }, size: 1_024)
+        let (dictionaryFile, otherFile) = (dir.path + "/notes.dict", dir.path + "/other.dict")
+        try Data(dictionary.bytes).write(to: URL(fileURLWithPath: dictionaryFile))
+        try Data(other.bytes).write(to: URL(fileURLWithPath: otherFile))
+        let store = try Store(kind.configuration(path: path), transforms: [RecordCompression(dictionary: dictionary)])
+        try store.withTransaction { ctx in for id in 0..<30 { try ctx.insert(Secret(id: id)) } }
+        try store.close()
+        let name = "zstd dictionary \(dictionary.idDescription)"
+
+        let without = try runProgram(transformsTool, ["stats", path])
+        #expect(without.status == 64 && without.output.contains("compressed with a dictionary (\(name)): give it with --dictionary-file"), "\(without.output)")
+        let wrong = try runProgram(transformsTool, ["stats", path, "--dictionary-file", otherFile])
+        #expect(wrong.status == 64 && wrong.output.contains("its values need \(name)"), "\(wrong.output)")
+        let stats = try runProgram(transformsTool, ["stats", path, "--dictionary-file", dictionaryFile])
+        #expect(stats.status == 0 && stats.output.contains("values pass through: \(name)") && stats.output.contains("values through the transforms: "),
+                "\(stats.output)")
+        let verified = try runProgram(transformsTool, ["verify", path, "--dictionary-file", dictionaryFile])
+        #expect(verified.status == 0, "\(verified.output)")
+        // A copy keeps the dictionary unless told otherwise; --compression off drops it.
+        let kept = try runProgram(transformsTool, ["copy", path, dir.path + "/kept", "--dictionary-file", dictionaryFile])
+        #expect(kept.status == 0 && kept.output.contains("verified: 30 records"), "\(kept.output)")
+        let keptStats = try runProgram(transformsTool, ["stats", dir.path + "/kept", "--dictionary-file", dictionaryFile])
+        #expect(keptStats.status == 0 && keptStats.output.contains("values pass through: \(name)"), "\(keptStats.output)")
+        let plain = try runProgram(transformsTool, ["copy", path, dir.path + "/plain", "--dictionary-file", dictionaryFile, "--compression", "off"])
+        #expect(plain.status == 0 && plain.output.contains("verified: 30 records"), "\(plain.output)")
+        let clear = try runProgram(strataTool, ["dump", dir.path + "/plain"])
+        #expect(clear.status == 0 && clear.output.contains("secret text 29"), "\(clear.output)")
+        let recompressed = try runProgram(transformsTool, ["copy", path, dir.path + "/same", "--dictionary-file", dictionaryFile, "--compression", "on"])
+        #expect(recompressed.status == 0 && recompressed.output.contains("verified: 30 records"), "\(recompressed.output)")
+        let sameStats = try runProgram(transformsTool, ["stats", dir.path + "/same"])
+        #expect(sameStats.status == 0 && sameStats.output.contains("values pass through: zstd\n"), "\(sameStats.output)")
     }
 }
