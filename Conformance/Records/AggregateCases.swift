@@ -1,6 +1,6 @@
 import Foundation
 import StrataConformance
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 import StrataRecords
 

@@ -1,5 +1,6 @@
 import CZstd
 import Foundation
+@_spi(StrataInternals) import StrataEngine
 
 /// One zstd compression or decompression context, freed with its owner. A context is reused
 /// for many values (making one allocates hundreds of kilobytes) but never by two threads at once:
@@ -22,27 +23,15 @@ final class ZstdContext: @unchecked Sendable {
     }
 }
 
-/// A pool of contexts of one kind: ``withContext(_:)`` lends one, made when none is free. The
-/// lock is an `NSLock`, not the package's `Locked`, whose `withLock` is not specialized across
-/// modules (900 instructions per lock, callgrind: Benchmark.md).
-final class ZstdContexts: @unchecked Sendable {
+/// A pool of contexts of one kind: ``withContext(_:)`` lends one, made when none is free.
+final class ZstdContexts: Sendable {
     private let compressing: Bool
-    private let lock = NSLock()
-    private var free: [ZstdContext] = []  // guarded by `lock`
+    private let pool = ContextPool<ZstdContext>()
 
     init(compressing: Bool) { self.compressing = compressing }
 
     func withContext<T>(_ body: (ZstdContext) throws -> T) rethrows -> T {
-        lock.lock()
-        let resting = free.popLast()
-        lock.unlock()
-        let context = resting ?? ZstdContext(compressing: compressing)
-        defer {
-            lock.lock()
-            if free.count < 8 { free.append(context) }
-            lock.unlock()
-        }
-        return try body(context)
+        try pool.withContext(make: { ZstdContext(compressing: compressing) }, body)
     }
 }
 

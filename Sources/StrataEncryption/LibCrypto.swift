@@ -1,5 +1,6 @@
 import CLibCrypto
 import Foundation
+@_spi(StrataInternals) import StrataEngine
 
 // OpenSSL's libcrypto, as this module uses it: AES-256-GCM with contexts keyed once per key and
 // reused (a context keyed per value cost four times the cipher: Benchmark.md, "Encryption"),
@@ -195,32 +196,19 @@ extension AESGCMKey {
 }
 
 /// A pool of cipher contexts of one key and direction: ``withContext(keyedBy:encrypting:_:)``
-/// lends one, keyed when made. A context never serves two threads at once: between callers it
-/// rests in the pool's lock (why it may cross threads). The lock is an `NSLock`, not the
-/// package's `Locked`: its `withLock` is not specialized across modules, which cost 900
-/// instructions per lock here, a third of a sealed value's (callgrind, Benchmark.md).
-final class CipherContexts: @unchecked Sendable {
+/// lends one, keyed when made (``ContextPool``).
+final class CipherContexts: Sendable {
     private final class Context: @unchecked Sendable {
         let pointer: OpaquePointer
         init(_ pointer: OpaquePointer) { self.pointer = pointer }
         deinit { EVP_CIPHER_CTX_free(pointer) }
     }
 
-    private let lock = NSLock()
-    private var free: [Context] = []  // guarded by `lock`
+    private let pool = ContextPool<Context>()
 
     func withContext<T>(keyedBy key: SecretBytes, encrypting: Bool,
                         _ body: (OpaquePointer) throws -> T) throws -> T {
-        lock.lock()
-        let resting = free.popLast()
-        lock.unlock()
-        let context = try resting ?? Self.make(key, encrypting: encrypting)
-        defer {
-            lock.lock()
-            if free.count < 8 { free.append(context) }
-            lock.unlock()
-        }
-        return try body(context.pointer)
+        try pool.withContext(make: { try Self.make(key, encrypting: encrypting) }) { try body($0.pointer) }
     }
 
     private static func make(_ key: SecretBytes, encrypting: Bool) throws -> Context {

@@ -7,8 +7,8 @@ import Foundation
 /// never inherits it held by a thread it does not have.
 enum NonceSource {
     private static let batch = 12 * 341
-    /// The nonces drawn and not handed out yet, behind an `NSLock` (the package's `Locked` is not
-    /// specialized across modules: 900 instructions per lock, callgrind).
+    /// The nonces drawn and not handed out yet, behind an `NSLock` (not a `Locked`: the fork
+    /// handlers take and release it apart, which a `Mutex` does not allow).
     private final class Buffer: @unchecked Sendable {
         let lock = NSLock()
         var bytes: [UInt8] = []  // guarded by `lock`

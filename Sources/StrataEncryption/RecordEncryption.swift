@@ -1,6 +1,6 @@
 import CLibCrypto
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataRecords
 
 /// Encryption of every record value at rest: AES-256-GCM (the system's OpenSSL libcrypto), a `ValueTransform` of

@@ -9,11 +9,19 @@ import Synchronization
 /// taken and released (`__tsan_acquire`/`__tsan_release` on the mutex's address), two calls to
 /// empty functions outside a ThreadSanitizer build. Every lock of the package is a `Locked`, or a
 /// lock ThreadSanitizer sees by itself (`NSLock`, `NSCondition`, pthread's).
-package struct Locked<Value: ~Copyable>: ~Copyable {
+///
+/// Declared `public` behind the `StrataInternals` SPI (modules of the package import it with
+/// `@_spi(StrataInternals) import StrataEngine`), not `package`: Swift 6.3 does not specialize an
+/// `@inlinable package` generic in another module, so every `withLock` there called the generic
+/// entry point and looked up `Mutex<Value>`'s metadata, about 900 instructions a lock (callgrind:
+/// `Store.withTransaction`, `Catalog.check`, the Codable record types' cache). A `public` one is
+/// specialized and inlined in its caller; the SPI keeps it out of the documented surface.
+@_spi(StrataInternals)
+public struct Locked<Value: ~Copyable>: ~Copyable {
     @usableFromInline let mutex: Mutex<Value>
 
     @inlinable
-    package init(_ initialValue: consuming sending Value) {
+    public init(_ initialValue: consuming sending Value) {
         mutex = Mutex(initialValue)
     }
 
@@ -22,13 +30,13 @@ package struct Locked<Value: ~Copyable>: ~Copyable {
     /// access before the acquire, which ThreadSanitizer reported. `Mutex` is address-only and not
     /// copyable, so the borrow is the mutex where it lies.
     @inlinable
-    package var lockAddress: UnsafeMutableRawPointer {
+    public var lockAddress: UnsafeMutableRawPointer {
         withUnsafePointer(to: mutex) { UnsafeMutableRawPointer(mutating: $0) }
     }
 
     /// Runs `body` with the value, the lock held (`Mutex.withLock`).
     @inlinable
-    package borrowing func withLock<Result: ~Copyable, E: Error>(
+    public borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
         let address = lockAddress
@@ -42,7 +50,7 @@ package struct Locked<Value: ~Copyable>: ~Copyable {
     /// Runs `body` with the value if the lock is free, else returns `nil` at once
     /// (`Mutex.withLockIfAvailable`).
     @inlinable
-    package borrowing func withLockIfAvailable<Result: ~Copyable, E: Error>(
+    public borrowing func withLockIfAvailable<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result? {
         let address = lockAddress

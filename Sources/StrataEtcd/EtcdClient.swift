@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// Errors particular to the etcd engine. The rest surface as `EngineError`s (limits as
 /// `transactionTooLarge`, a full cluster as `diskFull`, a lost writer lock as `mustRetry`,

@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// A store's storage primitives on an etcd cluster: snapshots are etcd revisions, a write
 /// transaction holds the store's writer lock (a key on this instance's lease) and commits in one

@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// The changes to a range of the cluster's keys from a revision on: one stream that outlives
 /// the members carrying it.

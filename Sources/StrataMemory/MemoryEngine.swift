@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// A Strata engine in memory, for tests and scratch data: a sorted array of pairs.
 ///

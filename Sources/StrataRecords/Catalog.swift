@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 
 /// A keyspace's catalog entry (RecordFormat.md, "Catalog"): what a tool needs to decode its

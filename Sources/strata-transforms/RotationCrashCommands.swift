@@ -3,7 +3,7 @@ import Foundation
 import StrataBundledEngines
 import StrataConformance
 import StrataEncryption
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 import StrataRecords
 

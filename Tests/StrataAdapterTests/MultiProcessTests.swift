@@ -1,6 +1,6 @@
 import Foundation
 import StrataConformance
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataLevelDB
 import Testing
 

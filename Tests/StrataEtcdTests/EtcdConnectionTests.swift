@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataEtcdCluster
 @_spi(Testing) @testable import StrataEtcd
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 @_spi(Testing) import StrataEtcd
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataEtcdCluster
 import Testing
 

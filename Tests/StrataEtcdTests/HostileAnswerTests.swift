@@ -1,6 +1,6 @@
 import Foundation
 import StrataConformance
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 @_spi(Testing) @testable import StrataEtcd
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 @_spi(Testing) @testable import StrataEtcd
 
 /// A transport that loses what a network loses: the engine's own transport inside, with

@@ -1,7 +1,7 @@
 import Foundation
 import StrataBundledEngines
 import StrataConformance
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 @testable import StrataRecords
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import StrataBundledEngines
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 @testable import StrataRecords
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import StrataBundledEngines
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 @_spi(Testing) import StrataRecords
 import Testing

@@ -1,7 +1,7 @@
 import Dispatch
 internal import NIOCore
 internal import NIOPosix
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// Runs the async work of gRPC for the engine's synchronous callers, on an event loop of the
 /// etcd engine's own group (``group``, which also carries its connections) instead of Swift's

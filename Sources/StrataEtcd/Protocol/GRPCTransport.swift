@@ -4,7 +4,7 @@ internal import GRPCNIOTransportHTTP2Posix
 internal import GRPCProtobuf
 internal import NIOCore
 internal import NIOSSL
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 internal import SwiftProtobuf
 
 /// Carries etcd's API over gRPC (grpc-swift's HTTP/2 transport on NIO) to the members' client

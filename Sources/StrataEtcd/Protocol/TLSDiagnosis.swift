@@ -3,7 +3,7 @@ internal import GRPCCore
 internal import NIOCore
 internal import NIOPosix
 internal import NIOSSL
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// Why a TLS handshake with a member failed, read from the error gRPC reports (the connection's
 /// error is the cause of the RPC's), and a readable description of such an error.

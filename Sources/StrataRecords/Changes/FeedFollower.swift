@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// Brings other processes' commits to this store's observed queries, through the change feed.
 ///

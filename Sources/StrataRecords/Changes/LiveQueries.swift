@@ -1,4 +1,4 @@
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 
 /// The observed queries of one record type in one store, as the ``ObserverRegistry`` hands them a

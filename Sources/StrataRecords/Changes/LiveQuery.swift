@@ -1,4 +1,4 @@
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 
 /// One observed query (``Store/observe(_:limit:order:)``) as writers and its reader share it: the

@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// One record change a committed transaction made: the record's type (its keyspace), its key and
 /// whether it was inserted, replaced or deleted.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 
 /// A plain `Codable` type stored as a record, keyed by its `id`: no macro and no members to

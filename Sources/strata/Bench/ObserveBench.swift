@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import StrataBundledEngines
 import StrataConformance
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 import StrataRecords
 

@@ -9,6 +9,10 @@ import StrataLevelDB
 import StrataMemory
 import StrataRecords
 
+struct Book: CodableRecord {
+    var id: Int, title: String, year: Int
+}
+
 struct Plain: Record {
     var id: Int, name: String, age: Int
     static let recordType = RecordType(keyspace: "Plain", key: [("id", Int.self)], fields: [("name", String.fieldFormat), ("age", Int.fieldFormat)])
@@ -87,6 +91,29 @@ case "fetch", "fetch-memory", "scan-row", "view-row":
                 _ = try fields.read(String.self)
                 total += try fields.read(Int.self)
                 return true
+            }
+        }
+    }
+case "transaction-insert", "transaction-fetch":
+    // One transaction per operation: what an app that writes or reads one record at a time pays
+    // for the transaction itself (the writer's lock, the catalog's check, the snapshot).
+    for i in 0..<count {
+        if operation == "transaction-insert" {
+            try store.withTransaction { ctx in try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) }
+        } else {
+            total += try store.withReadTransaction { ctx in
+                try ctx.fetch(Plain.self, key: EncodedIndexKey(bytes: KeyCodec.encode(i))) == nil ? 1 : 0
+            }
+        }
+    }
+case "codable-insert", "codable-fetch":
+    try store.withTransaction { ctx in for i in 0..<stored { try ctx.insert(Book(id: i, title: "title \(i)", year: i % 90)) } }
+    try store.withTransaction { ctx in
+        for i in 0..<count {
+            if operation == "codable-insert" {
+                try ctx.insert(Book(id: stored + i, title: "title \(i)", year: i % 90))
+            } else {
+                total += try Book.fetch(in: ctx, id: i % stored)!.year
             }
         }
     }

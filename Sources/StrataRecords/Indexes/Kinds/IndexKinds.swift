@@ -1,4 +1,4 @@
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// The registry of index kinds, by the name stored in each index's definition: how each kind's
 /// entries are computed from a record decoded through the catalog, without its Swift type, for
