@@ -135,7 +135,7 @@ public enum ConformanceSuite {
     /// Every case, grouped.
     public static let cases: [ConformanceCase] =
         PointCases.all + OrderCases.all + RangeCases.all + ClearCases.all + TransactionCases.all + LifecycleCases.all
-        + DeclarationCases.all + MultiProcessCases.all
+        + DeclarationCases.all + MultiProcessCases.all + CompactionCases.all
 
     /// Runs the suite on a thread of its own and resumes the caller when it is done. Use this
     /// from async code (Swift Testing runs tests on the cooperative pool): some cases wait for

@@ -121,6 +121,16 @@ public final class CoreEngine: KeyValueEngine, @unchecked Sendable {
         try await writeOnTransactionThread(body)
     }
 
+    /// Compacts the storage (``CompactingStorage``) as the writer, with no reader of this process
+    /// inside a transaction; throws ``EngineError/invalidArgument(_:)`` when the storage cannot.
+    public func compact() throws -> CompactionReport {
+        if options.mode == .readOnly { throw EngineError.readOnly(path: path ?? declaration.name) }
+        guard let compacting = storage as? any CompactingStorage else {
+            throw EngineError.invalidArgument("the \(declaration.name) engine cannot compact a store")
+        }
+        return try gate.withWrite { try gate.withReadersDrained { try compacting.compact() } }
+    }
+
     public func close() throws {
         try gate.close {
             defer { if let claimedPath { OpenPathRegistry.release(claimedPath) } }
@@ -160,4 +170,6 @@ extension CoreBackedEngine {
         try await writeOnTransactionThread(body)
     }
     public func close() throws { try core.close() }
+    /// Compacts the store through ``CoreBackedEngine/core`` (``CoreEngine/compact()``).
+    public func compact() throws -> CompactionReport { try core.compact() }
 }

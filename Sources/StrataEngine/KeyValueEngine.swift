@@ -70,6 +70,19 @@ public protocol KeyValueEngine: AnyObject, Sendable {
     /// Waits for running transactions to end, then releases the store. Later calls throw
     /// ``EngineError/closed``; a second `close()` does nothing.
     func close() throws
+
+    /// Gives the room of deleted data back: the store's files shrink to about what its pairs
+    /// take (LMDB: a compacting copy that replaces `data.mdb`; SQLite: `VACUUM`; LevelDB: a
+    /// compaction of every level; etcd: the cluster's history compacted and every member
+    /// defragmented; memory: nothing to give back).
+    ///
+    /// Runs as the writer, once the read transactions of this process have ended (new ones wait
+    /// for it). Every pair is there afterwards, and a crash during it leaves the store as it was
+    /// before or as it is after, whole. An engine that needs the store alone (LMDB) throws
+    /// ``EngineError/locked(path:)`` while another process has it open; a read-only store throws
+    /// ``EngineError/readOnly(path:)``. Engines that cannot compact throw
+    /// ``EngineError/invalidArgument(_:)`` (the default).
+    func compact() throws -> CompactionReport
 }
 
 extension KeyValueEngine {

@@ -167,8 +167,8 @@ public final class EtcdEngine: CoreBackedEngine, Sendable {
         let identity = "etcd://" + client.endpoints.map(\.description).sorted().joined(separator: ",") + "/" + prefix
         core = try CoreEngine(declaration: Self.declaration(etcd), path: prefix, options: options, claiming: identity) { context in
             do {
-                let storage = try EtcdStorage(client: client, prefix: prefix, mode: context.options.mode, leaseTTL: etcd.leaseTTL,
-                                              compaction: etcd.compaction, faults: faults)
+                let storage = try EtcdStorage(client: client, cluster: (etcd, context.options.timeout), prefix: prefix, mode: context.options.mode,
+                                              leaseTTL: etcd.leaseTTL, compaction: etcd.compaction, faults: faults)
                 opened = storage
                 return storage
             } catch {

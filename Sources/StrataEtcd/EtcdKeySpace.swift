@@ -72,15 +72,40 @@ public final class EtcdKeySpace: Sendable {
     /// space alarms. Free space first (delete data: deletes are allowed while the alarm is on),
     /// or the next writes fill the quota again.
     public func recoverSpace() throws {
-        try compact(toRevision: try revision())
+        try compactAndDefragment()
+        for alarm in try request(AlarmRequest(action: .get), "reading the alarms").alarms {
+            _ = try request(AlarmRequest(action: .deactivate(alarm)), "disarming an alarm")
+        }
+    }
+
+    /// Compacts the cluster's history up to the current revision (a history already compacted
+    /// that far is left as it is) and defragments every member, which gives the room of the
+    /// history and of deleted keys back to the members' file systems. Reads of older revisions
+    /// (another client's snapshot, a watch behind) fail with ``EtcdError/snapshotCompacted(revision:)``
+    /// afterwards: compaction is the cluster's, not one store's.
+    public func compactAndDefragment() throws {
+        let current = try revision()
+        do {
+            try compact(toRevision: current)
+        } catch EtcdError.snapshotCompacted(_) {
+            // Compacted to this revision already (nothing was written since).
+        }
+        try forEachMember { member in _ = try member.request(DefragmentRequest(), "defragmenting", wholeDeadline: true) }
+    }
+
+    /// The sum of the members' backend database sizes, in bytes (each member's status).
+    public func databaseSize() throws -> Int {
+        var total = 0
+        try forEachMember { member in total += Int(try member.request(StatusRequest(), "reading a member's status").dbSize) }
+        return total
+    }
+
+    /// Runs `body` with access to each member alone, in the order of the options' endpoints.
+    private func forEachMember(_ body: (EtcdKeySpace) throws -> Void) throws {
         for endpoint in options.endpoints {
             var one = options
             one.endpoints = [endpoint]
-            let member = try EtcdKeySpace(one, timeout: timeout)
-            _ = try member.request(DefragmentRequest(), "defragmenting", wholeDeadline: true)
-        }
-        for alarm in try request(AlarmRequest(action: .get), "reading the alarms").alarms {
-            _ = try request(AlarmRequest(action: .deactivate(alarm)), "disarming an alarm")
+            try body(try EtcdKeySpace(one, timeout: timeout))
         }
     }
 

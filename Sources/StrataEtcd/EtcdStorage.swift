@@ -22,10 +22,14 @@ final class EtcdStorage: KeyValueStorage, @unchecked Sendable {
     private var sequence = 0
     /// The token of a lock whose release is owed (until it succeeds).
     private let unreleased = Locked<String?>(nil)
+    /// The cluster's options and the request timeout, for maintenance that reaches each member
+    /// (compaction).
+    let cluster: (options: EtcdOptions, timeout: Duration)
 
-    init(client: EtcdClient, prefix: String, mode: OpenMode, leaseTTL: Int, compaction: EtcdCompaction, faults: EtcdFaults) throws {
+    init(client: EtcdClient, cluster: (options: EtcdOptions, timeout: Duration), prefix: String, mode: OpenMode, leaseTTL: Int, compaction: EtcdCompaction, faults: EtcdFaults) throws {
         self.compaction = compaction
         self.client = client
+        self.cluster = cluster
         layout = EtcdLayout(prefix: prefix)
         location = prefix
         self.leaseTTL = leaseTTL
@@ -340,5 +344,20 @@ extension Guarded where Value == Int {
             count -= 1
             return true
         }
+    }
+}
+
+/// etcd keeps every revision of every key until its history is compacted, and its backend file
+/// keeps the room of compacted revisions until a member is defragmented. A compaction does both
+/// for the whole cluster (``EtcdKeySpace/compactAndDefragment()``): it is the cluster's history,
+/// shared by every store and client on it, so another client's snapshot older than the current
+/// revision can no longer be read (``EtcdError/snapshotCompacted(revision:)``, the transaction is
+/// run again). Each step is etcd's own and atomic; the store's keys are not touched.
+extension EtcdStorage: CompactingStorage {
+    func compact() throws -> CompactionReport {
+        let space = try EtcdKeySpace(cluster.options, timeout: cluster.timeout)
+        let before = try space.databaseSize()
+        try space.compactAndDefragment()
+        return CompactionReport(bytesBefore: before, bytesAfter: try space.databaseSize())
     }
 }

@@ -101,10 +101,14 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     let options: EngineOptions
     let lmdbOptions: LMDBOptions
     private let services: StorageServices
-    private var env: OpaquePointer?
-    /// Set when LMDB could not remap the file after a map size change: the environment has no
-    /// map any more, so every later transaction fails with this error (close still works).
-    private var unusable: EngineError?
+    /// Internal for the compaction (LMDBCompaction.swift), which closes and reopens it.
+    var env: OpaquePointer?
+    /// Set when LMDB could not remap the file after a map size change (or reopen it after a
+    /// compaction): the environment has no map any more, so every later transaction fails with
+    /// this error (close still works).
+    var unusable: EngineError?
+    /// Held from before the environment opens until after it closes (``LMDBPresenceLock``).
+    private(set) var presence: LMDBPresenceLock?
     private(set) var dbi: MDB_dbi = 0
     /// Checks of values against the end of a short data file; set at open.
     private(set) var bounds = LMDBFileBounds.none
@@ -115,7 +119,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     private(set) var pageSize = 4096
     /// Taken by write transactions before LMDB's writer mutex (``LMDBWriterLock``); `nil` when
     /// read-only.
-    private var writerLock: LMDBWriterLock?
+    private(set) var writerLock: LMDBWriterLock?
     /// Write transactions that logged their writes from the start and from midway; changed by
     /// the one writer only (for tests).
     var writeLogStarts = (fromBegin: 0, midway: 0)
@@ -129,6 +133,10 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         if FileManager.default.fileExists(atPath: dataFile) {
             try LMDBFileCheck.validate(dataFile, storePath: path)
         }
+        presence = try LMDBPresenceLock.take(path: path, readOnly: options.mode == .readOnly, timeout: options.timeout)
+        // A compaction that died before replacing data.mdb left its copy; none runs now (it would
+        // hold the presence lock alone).
+        if options.mode != .readOnly { unlink(Self.compactionCopy(in: path)) }
         do {
             try open()
         } catch {
@@ -141,7 +149,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     /// The smallest map tried when the configured one does not fit the address space.
     static let smallestFallbackMap = 1 << 30
 
-    private func open() throws(EngineError) {
+    func open() throws(EngineError) {
         var flags = UInt32(MDB_NOTLS)
         if options.mode == .readOnly { flags |= UInt32(MDB_RDONLY) }
         // Relaxed: skip only the meta page's sync. Without MDB_NOSYNC's unsynced data pages a
@@ -259,6 +267,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         if let env { mdb_env_close(env) }
         env = nil
         writerLock = nil
+        presence = nil  // after the environment: closing lock.mdb drops LMDB's locks on it
     }
 
     /// The current size of the memory map in bytes.

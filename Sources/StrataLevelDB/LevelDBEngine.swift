@@ -195,3 +195,94 @@ extension EngineKind {
     /// LevelDB with default options.
     public static let leveldb = EngineKind(declaration: LevelDBEngine.declaration) { .leveldb(path: $0) }
 }
+
+/// LevelDB gives the room of deleted and overwritten pairs back when compactions merge them
+/// away; `leveldb_compact_range` over every key runs them now (the memtable flushed, every level
+/// above the deepest merged into the next), in place: LevelDB's manifest makes each step atomic,
+/// so a crash leaves the store as it was or as it is after a step, whole. The store is this
+/// process's alone (LevelDB locks it), so nothing else has to wait.
+///
+/// LevelDB never merges the deepest level's tables with themselves, and a memtable is flushed as
+/// it is (deleted and overwritten pairs included), often straight to level 2: a store that never
+/// outgrew its write buffer ends with every pair it ever wrote in one deepest table, and the range
+/// compaction gives nothing back (measured: 2.56 MB of log became a 2.71 MB table). When the files
+/// still take more than ``LevelDBStorage/rewriteThreshold`` times the live pairs' bytes, the live
+/// pairs are written again (the same values: harmless if a crash stops it) and compacted once
+/// more: the newer versions sit above the deepest level, so that merge drops every older one.
+extension LevelDBStorage: CompactingStorage {
+    func compact() throws -> CompactionReport {
+        let db = try handle()
+        let before = StoreDirectory.size(of: path)
+        try compactRange(db)
+        let live = try rewriteLivePairs(db, ifFilesExceed: Self.rewriteThreshold)
+        if live { try compactRange(db) }
+        return CompactionReport(bytesBefore: before, bytesAfter: StoreDirectory.size(of: path))
+    }
+
+    /// How many times the live pairs' bytes the files may take after a compaction before the pairs
+    /// are written again (LevelDB adds 8 bytes a key and its blocks' indexes and filters).
+    static let rewriteThreshold = 1.5
+
+    private func compactRange(_ db: OpaquePointer) throws {
+        leveldb_compact_range(db, nil, 0, nil, 0)
+        // A compaction that failed (a full disk) leaves its error in the database, which reports
+        // it to the next write only: an empty batch asks for it without writing anything.
+        let batch = leveldb_writebatch_create()
+        defer { leveldb_writebatch_destroy(batch) }
+        var err: UnsafeMutablePointer<CChar>?
+        leveldb_write(db, writeOptions, batch, &err)
+        do {
+            try check(err, "compacting", path: path)
+        } catch {
+            // LevelDB keeps a background error until it is reopened, as after a failed write.
+            reopenBeforeWriting = true
+            throw error
+        }
+    }
+
+    /// Writes every pair again, in batches, when the files take more than `threshold` times the
+    /// pairs' bytes (plus 64 KiB); returns whether it did.
+    private func rewriteLivePairs(_ db: OpaquePointer, ifFilesExceed threshold: Double) throws -> Bool {
+        let readOptions = leveldb_readoptions_create()
+        defer { leveldb_readoptions_destroy(readOptions) }
+        leveldb_readoptions_set_fill_cache(readOptions, 0)
+        func eachPair(_ body: (UnsafePointer<CChar>, Int, UnsafePointer<CChar>, Int) throws -> Void) throws {
+            let iterator = leveldb_create_iterator(db, readOptions)!
+            defer { leveldb_iter_destroy(iterator) }
+            leveldb_iter_seek_to_first(iterator)
+            var keyLength = 0, valueLength = 0
+            while leveldb_iter_valid(iterator) != 0 {
+                let key = leveldb_iter_key(iterator, &keyLength)!
+                let value = leveldb_iter_value(iterator, &valueLength)!
+                try body(key, keyLength, value, valueLength)
+                leveldb_iter_next(iterator)
+            }
+            var err: UnsafeMutablePointer<CChar>?
+            leveldb_iter_get_error(iterator, &err)
+            try check(err, "reading the store to compact it", path: path)
+        }
+        var liveBytes = 0
+        try eachPair { _, keyLength, _, valueLength in liveBytes += keyLength + valueLength }
+        guard Double(StoreDirectory.size(of: path)) > Double(liveBytes) * threshold + 65_536 else { return false }
+        // Unsynced: the values are the ones already stored, so losing the rewrite loses nothing.
+        let unsynced = leveldb_writeoptions_create()
+        defer { leveldb_writeoptions_destroy(unsynced) }
+        let batch = leveldb_writebatch_create()
+        defer { leveldb_writebatch_destroy(batch) }
+        var batched = 0
+        func flush() throws {
+            var err: UnsafeMutablePointer<CChar>?
+            leveldb_write(db, unsynced, batch, &err)
+            try check(err, "writing the pairs again to compact them", path: path)
+            leveldb_writebatch_clear(batch)
+            batched = 0
+        }
+        try eachPair { key, keyLength, value, valueLength in
+            leveldb_writebatch_put(batch, key, keyLength, value, valueLength)
+            batched += keyLength + valueLength
+            if batched >= 1 << 20 { try flush() }
+        }
+        try flush()
+        return true
+    }
+}

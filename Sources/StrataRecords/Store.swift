@@ -158,6 +158,14 @@ public final class Store: Sendable {
         try withTransaction { ctx in try ctx.delete(record) }
     }
 
+    /// Gives the room of deleted records back to the file system (or the server): the engine's
+    /// compaction (`KeyValueEngine.compact()`), which keeps every record and index entry and is
+    /// crash-safe. It runs as the writer once this process's read transactions have ended; on
+    /// LMDB it needs the store alone (`EngineError.locked` while another process has it open).
+    /// See <doc:CompactingAStore>.
+    @discardableResult
+    public func compact() throws -> CompactionReport { try engine.compact() }
+
     /// Waits for running transactions, then closes the engine.
     public func close() throws {
         follower.stop()

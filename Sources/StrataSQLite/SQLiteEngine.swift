@@ -272,3 +272,19 @@ extension EngineKind {
     /// SQLite.
     public static let sqlite = EngineKind(declaration: SQLiteEngine.declaration) { .sqlite(path: $0) }
 }
+
+/// SQLite keeps the pages freed by deletes in its file for reuse; `VACUUM` rebuilds the database
+/// into a temporary one and writes it back in place, through the write-ahead log, as one
+/// transaction: a crash leaves the store as it was or as it is after, and other processes'
+/// connections stay valid (they see the rebuilt file as one more commit). A checkpoint then
+/// empties the log into the file (`TRUNCATE`), so the log does not keep the room the file gave back.
+/// Needs room for a temporary copy of the store (SQLite's temporary directory) and for the log.
+extension SQLiteStorage: CompactingStorage {
+    func compact() throws -> CompactionReport {
+        guard let writer else { throw EngineError.readOnly(path: path) }
+        let before = StoreDirectory.size(of: path)
+        try writer.execute("VACUUM")
+        try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return CompactionReport(bytesBefore: before, bytesAfter: StoreDirectory.size(of: path))
+    }
+}

@@ -89,9 +89,9 @@ struct CopyArguments<Locator: StoreLocator>: ParsableArguments {
 
 /// The store tools, for a tool's subcommand list.
 public enum StoreTools<Locator: StoreLocator> {
-    /// The subcommands `stats`, `dump`, `verify`, `copy` and `backup`, naming stores as `Locator`
+    /// The subcommands `stats`, `dump`, `verify`, `copy`, `backup` and `compact`, naming stores as `Locator`
     /// reads them: for the `subcommands` of a tool's `CommandConfiguration`.
     public static var commands: [any ParsableCommand.Type] {
-        [StatsCommand<Locator>.self, DumpCommand<Locator>.self, VerifyCommand<Locator>.self, CopyCommand<Locator>.self, BackupCommand<Locator>.self]
+        [StatsCommand<Locator>.self, DumpCommand<Locator>.self, VerifyCommand<Locator>.self, CopyCommand<Locator>.self, BackupCommand<Locator>.self, CompactCommand<Locator>.self]
     }
 }

@@ -98,6 +98,33 @@ struct AggregateIndexTests {
                     amount: Int.random(in: -1_000...1_000, using: &random))
     }
 
+    @Test("Store.compact() keeps every record, index entry and total: verify and verifyIndexes find nothing wrong",
+          arguments: TestEngines.all)
+    func compactKeepsRecords(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            var random = SeededGenerator(seed: 0xC0)
+            var model: [Int: Sale] = [:]
+            try store.withTransaction { (ctx: TransactionContext) throws in
+                for id in 0..<600 {
+                    let sale = Self.randomSale(id: id, &random)
+                    try ctx.insert(sale)
+                    model[id] = sale
+                }
+            }
+            try store.withTransaction { (ctx: TransactionContext) throws in
+                for id in stride(from: 0, to: 600, by: 2) { #expect(try ctx.delete(model.removeValue(forKey: id)!)) }
+            }
+            _ = try store.compact()
+            let records = try store.withReadTransaction { ctx in try ctx.select(Sale.self) }
+            #expect(records == model.values.sorted { $0.id < $1.id }, "\(kind.name): the records after the compaction")
+            let indexes = try store.withReadTransaction { ctx in try ctx.verifyIndexes(Sale.self) }
+            #expect(indexes.count == Sale.indexes.count && indexes.allSatisfy(\.isExact), "\(kind.name): \(indexes)")
+            #expect(try store.verify().isClean)
+            try store.withTransaction { (ctx: TransactionContext) throws in try ctx.insert(Self.randomSale(id: 0, &random)) }
+            #expect(try store.withReadTransaction { ctx in try Sale.everything.total(in: ctx) }.count == 301)
+        }
+    }
+
     @Test("random inserts, replacements, deletes, clears and rolled-back transactions keep every total equal to a recomputation from a model; verifyIndexes agrees",
           arguments: TestEngines.all)
     func randomLog(kind: EngineKind) throws {

@@ -166,6 +166,8 @@ struct StatusRequest: EtcdRequest {
 struct StatusResponse: Sendable, Equatable {
     var header = ResponseHeader()
     var leader: UInt64 = 0
+    /// The size of the member's backend database file, in bytes.
+    var dbSize: Int64 = 0
 }
 
 struct DefragmentRequest: EtcdRequest {

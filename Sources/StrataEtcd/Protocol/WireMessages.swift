@@ -203,7 +203,7 @@ extension StatusRequest {
     var wire: Etcdserverpb_StatusRequest { Etcdserverpb_StatusRequest() }
 
     static func answer(_ wire: Etcdserverpb_StatusResponse) -> StatusResponse {
-        StatusResponse(header: ResponseHeader(wire.header), leader: wire.leader)
+        StatusResponse(header: ResponseHeader(wire.header), leader: wire.leader, dbSize: wire.dbSize)
     }
 }
 

@@ -28,6 +28,7 @@ struct Bench: ParsableCommand {
     @Option(help: "Where to write results.json and results.svg.") var output = "bench-results"
     @Option(help: "Scratch directory for the stores (removed afterwards).") var scratch = NSTemporaryDirectory()
     @Option(help: "Rounds, interleaved; each figure is the median over them.") var rounds = 5
+    @Flag(inversion: .prefixedNo, help: "Measure Store.compact() on each engine after the rounds.") var compaction = true
 
     func validate() throws {
         for engine in engines where !["lmdb", "leveldb", "sqlite"].contains(engine) {
@@ -66,10 +67,16 @@ struct Bench: ParsableCommand {
             }
             perRound.append(Report.rate(results))
         }
+        var compactions: [CompactionBench.Result] = []
+        if compaction {
+            say("Compaction (record layer, once per engine): \(records) records filled at random, a random half deleted, Store.compact()")
+            for engine in engines { compactions.append(try CompactionBench.run(engine: engine, data: data, root: root)) }
+        }
         let rated = Report.medians(perRound)
         say("")
         say(Report.table(rated, sizes: sizes, heapGrowth: heapGrowth, records: records))
         say(Report.targets(rated, sizes: sizes, valueBytes: UInt64(records * (BenchData.keyLength + BenchData.valueLength)), rounds: rounds))
+        for line in CompactionBench.targets(compactions) { say(line) }
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let json = (output as NSString).appendingPathComponent("results.json")
         let svg = (output as NSString).appendingPathComponent("results.svg")
@@ -183,9 +190,15 @@ final class Ticker: @unchecked Sendable {
     private let lock = NSLock()
     private var running = true
     private let done = DispatchSemaphore(value: 0)
+    /// On a terminal the label shows at once and the seconds tick after it, rewritten in place;
+    /// in a pipe or a log nothing shows until the workload ends, then one plain line (the label
+    /// and the result), with no carriage return.
+    private let terminal: Bool
 
-    init(_ label: String) {
+    init(_ label: String, terminal: Bool = isatty(STDOUT_FILENO) == 1) {
         self.label = label
+        self.terminal = terminal
+        guard terminal else { return }
         FileHandle.standardOutput.write(Data(label.utf8))
         Thread { [self] in
             var elapsed = 0
@@ -196,10 +209,15 @@ final class Ticker: @unchecked Sendable {
         }.start()
     }
 
-    /// Stops ticking and puts the cursor back after the label, for the result.
+    /// Stops ticking and leaves the label written once before the cursor, for the result.
     func stop() {
+        guard terminal else {
+            FileHandle.standardOutput.write(Data(label.utf8))
+            return
+        }
         lock.withLock { running = false }
         done.signal()
-        FileHandle.standardOutput.write(Data("\r\(label)".utf8))
+        // The elapsed seconds are cleared (ESC [K) and the label written again.
+        FileHandle.standardOutput.write(Data("\r\(label)\u{1B}[K".utf8))
     }
 }
