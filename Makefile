@@ -6,7 +6,7 @@ SYSTEM_PACKAGES := liblmdb-dev libleveldb-dev libsqlite3-dev libzstd-dev libssl-
 # The tests also run the etcd engine on local clusters they start (and stop by PID).
 PACKAGES = $(SYSTEM_PACKAGES)
 # Their clusters speak TLS with certificates made by openssl; a test captures their traffic with tcpdump.
-test test-long conformance bench-etcd sanitize sanitize-thread: PACKAGES = $(SYSTEM_PACKAGES) etcd-server openssl tcpdump
+test test-long conformance bench-etcd sanitize sanitize-thread: PACKAGES = $(SYSTEM_PACKAGES) etcd-server openssl tcpdump python3-lmdb
 # The documentation check reads the symbol graphs with Python.
 docs: PACKAGES = $(SYSTEM_PACKAGES) python3
 instructions: PACKAGES = $(SYSTEM_PACKAGES) valgrind bc

@@ -77,11 +77,12 @@ public protocol KeyValueEngine: AnyObject, Sendable {
     /// defragmented; memory: nothing to give back).
     ///
     /// Runs as the writer, once the read transactions of this process have ended (new ones wait
-    /// for it). Every pair is there afterwards, and a crash during it leaves the store as it was
-    /// before or as it is after, whole. An engine that needs the store alone (LMDB) throws
+    /// for it; ``EngineError/mustRetry(reason:)`` when they have not ended within 10 seconds).
+    /// Every pair is there afterwards, and a crash during it leaves the store as it was before or
+    /// as it is after, whole. An engine that needs the store alone (LMDB) throws
     /// ``EngineError/locked(path:)`` while another process has it open; a read-only store throws
     /// ``EngineError/readOnly(path:)``. Engines that cannot compact throw
-    /// ``EngineError/invalidArgument(_:)`` (the default).
+    /// ``EngineError/invalidArgument(_:)`` (the default): an engine that wraps another forwards it.
     func compact() throws -> CompactionReport
 }
 

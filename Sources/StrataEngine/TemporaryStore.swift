@@ -162,6 +162,7 @@ final class TemporaryEngine: KeyValueEngine, Sendable {
     func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R { try inner.write(body) }
     func read<R: Sendable>(_ body: @Sendable (any KeyValueReader) throws -> R) async throws -> R { try await inner.read(body) }
     func write<R: Sendable>(_ body: @Sendable (any KeyValueWriter) throws -> R) async throws -> R { try await inner.write(body) }
+    func compact() throws -> CompactionReport { try inner.compact() }
 
     func close() throws {
         defer { lease.remove() }

@@ -9,29 +9,43 @@ import StrataEngine
 /// A crash before the rename leaves the old file whole (the copy is deleted at the next open); a
 /// crash after it leaves the new one, synced before it got its name. Replacing the file is safe
 /// only when nobody else has it mapped: the compaction holds the presence lock alone
-/// (``LMDBPresenceLock``), so it throws ``EngineError/locked(path:)`` while another Strata process
-/// has the store open. Other programs (py-lmdb, `mdb_stat`) take no such lock and must not have
-/// the store open during a compaction.
+/// (``LMDBPresenceLock``) and checks LMDB's own lock, so it throws ``EngineError/locked(path:)``
+/// while another process (Strata or another program) has the store open; Strata processes that
+/// open it meanwhile wait for it. A program that opens the store with LMDB during the compaction
+/// (py-lmdb, `mdb_stat`) takes no presence lock and would read the file being replaced.
 extension LMDBStorage: CompactingStorage {
     static func compactionCopy(in path: String) -> String { (path as NSString).appendingPathComponent("data.mdb.compact") }
 
     func compact() throws -> CompactionReport {
         if let unusable { throw unusable }
-        guard let presence, let env, writerLock != nil else { throw EngineError.readOnly(path: path) }
+        guard let presence, let env, let writerLock else { throw EngineError.readOnly(path: path) }
         let before = StoreDirectory.size(of: path)
+        // Held throughout: other processes' writers wait, and so does another compaction while
+        // the presence lock is converted (see LMDBPresenceLock.alone).
+        try writerLock.lock()
+        defer { writerLock.unlock() }
         try presence.alone {
             let copy = Self.compactionCopy(in: path)
             try writeCompactCopy(env, to: copy)
-            mdb_env_close(env)
-            self.env = nil
-            do {
-                try renameSynced(copy, to: (path as NSString).appendingPathComponent("data.mdb"))
-                try open()
-            } catch {
-                // The store on disk is whole (old or new); this instance has no environment left.
-                let reason = EngineError.engineFailure(engine: "LMDB", code: 0, message: "the store could not be reopened after its compaction; close and reopen it (\(error))", operation: "compacting")
-                unusable = reason
-                throw reason
+            try environmentLock.withLock {
+                mdb_env_close(env)
+                self.env = nil
+                var replacing: (any Error)?
+                do {
+                    try renameSynced(copy, to: (path as NSString).appendingPathComponent("data.mdb"))
+                } catch {
+                    unlink(copy)  // if the rename failed, the old data.mdb is still in place
+                    replacing = error
+                }
+                do {
+                    try open(holdingWriterLock: true)
+                } catch {
+                    // The store on disk is whole (old or new); this instance has no environment left.
+                    let reason = EngineError.engineFailure(engine: "LMDB", code: 0, message: "the store could not be reopened after its compaction; close and reopen it (\(error))", operation: "compacting")
+                    unusable = reason
+                    throw reason
+                }
+                if let replacing { throw replacing }
             }
         }
         return CompactionReport(bytesBefore: before, bytesAfter: StoreDirectory.size(of: path))

@@ -95,7 +95,9 @@ public final class LMDBEngine: CoreBackedEngine, Sendable {
 
 /// The LMDB environment and its main database.
 ///
-/// `@unchecked Sendable`: `env` and `unusable` change only at open and close, which the engine core's gate runs with no transaction active.
+/// `@unchecked Sendable`: `env` and `unusable` change only at open, close and compaction, which the engine core's gate runs with no
+/// transaction active; `mapSize` and `environmentFlags`, read outside transactions, take `environmentLock`, which a compaction holds
+/// while it replaces the environment.
 final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     let path: String
     let options: EngineOptions
@@ -109,6 +111,9 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     var unusable: EngineError?
     /// Held from before the environment opens until after it closes (``LMDBPresenceLock``).
     private(set) var presence: LMDBPresenceLock?
+    /// Held by a compaction while `env` is closed and opened again, and by the readers of the
+    /// environment's settings outside transactions.
+    let environmentLock = NSLock()
     private(set) var dbi: MDB_dbi = 0
     /// Checks of values against the end of a short data file; set at open.
     private(set) var bounds = LMDBFileBounds.none
@@ -149,7 +154,9 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     /// The smallest map tried when the configured one does not fit the address space.
     static let smallestFallbackMap = 1 << 30
 
-    func open() throws(EngineError) {
+    /// Opens the environment; `holdingWriterLock`: the caller (a compaction) holds the writer
+    /// lock already and keeps it.
+    func open(holdingWriterLock: Bool = false) throws(EngineError) {
         var flags = UInt32(MDB_NOTLS)
         if options.mode == .readOnly { flags |= UInt32(MDB_RDONLY) }
         // Relaxed: skip only the meta page's sync. Without MDB_NOSYNC's unsynced data pages a
@@ -181,12 +188,13 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
         // The unnamed main database; opening it needs a transaction.
         var txn: OpaquePointer?
         let readOnly = options.mode == .readOnly
-        if !readOnly {
-            let lock = try LMDBWriterLock(path: path)
+        if !readOnly && !holdingWriterLock {
+            let lock: LMDBWriterLock
+            if let writerLock { lock = writerLock } else { lock = try LMDBWriterLock(path: path) }
             try lock.lock()
             writerLock = lock
         }
-        defer { writerLock?.unlock() }
+        defer { if !holdingWriterLock { writerLock?.unlock() } }
         try check(mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn), "beginning the open transaction", path: path)
         let rc = mdb_dbi_open(txn, nil, 0, &dbi)
         if rc != MDB_SUCCESS {
@@ -272,14 +280,21 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
 
     /// The current size of the memory map in bytes.
     var environmentFlags: UInt32 {
-        var flags: UInt32 = 0
-        mdb_env_get_flags(env, &flags)
-        return flags
+        environmentLock.withLock {
+            var flags: UInt32 = 0
+            if let env { mdb_env_get_flags(env, &flags) }
+            return flags
+        }
     }
 
     var mapSize: Int {
+        environmentLock.withLock { currentMapSize }
+    }
+
+    /// The map's size, for code that runs inside a transaction (where the environment cannot change).
+    var currentMapSize: Int {
         var info = MDB_envinfo()
-        mdb_env_info(env, &info)
+        if let env { mdb_env_info(env, &info) }
         return info.me_mapsize
     }
 
@@ -304,7 +319,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
             writerLock.unlock()
             throw error
         }
-        return LMDBTransaction(storage: self, txn: txn, room: LMDBMapRoom(txn: txn, mapSize: mapSize, pageSize: pageSize), writerLock: writerLock)
+        return LMDBTransaction(storage: self, txn: txn, room: LMDBMapRoom(txn: txn, mapSize: currentMapSize, pageSize: pageSize), writerLock: writerLock)
     }
 
     /// Grows the map before a write transaction begins when less room is left than the store
@@ -349,7 +364,7 @@ final class LMDBStorage: KeyValueStorage, @unchecked Sendable {
     /// Grows the map to at least `minimum` bytes (doubling), with no reader of this process
     /// inside a transaction. Called by the writer, with no write transaction open.
     func growMap(toAtLeast minimum: Int) throws {
-        var size = mapSize
+        var size = currentMapSize
         while size < minimum { size *= 2 }
         try services.withReadersDrained(timeout: nil) { try setMapSize(size, "growing the map to \(size) bytes") }
     }

@@ -17,15 +17,16 @@ final class LMDBPresenceLock {
     private let descriptor: Int32
     private let path: String
 
-    /// Takes the shared lock on `lock.mdb` in the store at `path` (creating the file unless
-    /// `readOnly`), waiting up to `timeout` for a compaction in another process to end; throws
-    /// ``EngineError/locked(path:)`` when it does not. `nil` for a read-only store without a lock
-    /// file (LMDB then reports what is wrong).
+    /// Takes the shared lock on `lock.mdb` in the store at `path` (creating the file, as LMDB
+    /// would), waiting up to `timeout` for a compaction in another process to end; throws
+    /// ``EngineError/locked(path:)`` when it does not. `nil` when the file cannot be opened for a
+    /// read-only store (a read-only directory: LMDB then reports what is wrong).
     static func take(path: String, readOnly: Bool, timeout: Duration) throws(EngineError) -> LMDBPresenceLock? {
         let file = (path as NSString).appendingPathComponent("lock.mdb")
-        let descriptor = Glibc.open(file, readOnly ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        var descriptor = Glibc.open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if descriptor < 0 && readOnly { descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC) }
         if descriptor < 0 {
-            if readOnly && (errno == ENOENT || errno == EACCES) { return nil }
+            if readOnly && [ENOENT, EACCES, EROFS].contains(errno) { return nil }
             throw failure(errno, "opening lock.mdb for the presence lock", path: path)
         }
         let lock = LMDBPresenceLock(descriptor: descriptor, path: path)
@@ -41,18 +42,46 @@ final class LMDBPresenceLock {
     deinit { close(descriptor) }
 
     /// Runs `body` holding the lock exclusively: no other Strata process has the store open, and
-    /// none opens it until `body` returns. Throws ``EngineError/locked(path:)`` at once when
-    /// another process has it open. The shared lock is held again afterwards (Linux may drop it
-    /// while converting, so it is taken again in every case).
+    /// none opens it until `body` returns; throws ``EngineError/locked(path:)`` at once when
+    /// another process has it open, Strata or any other program using LMDB (each holds LMDB's
+    /// shared record lock on the first byte of `lock.mdb` while its environment is open).
+    ///
+    /// The caller holds the store's writer lock (``LMDBWriterLock``) throughout: Linux drops the
+    /// shared lock while converting it, and another compaction must not slip into that gap (it
+    /// waits for the writer lock first). The shared lock is taken again afterwards in every case;
+    /// ``share()`` throws when that fails.
     func alone<R>(_ body: () throws -> R) throws -> R {
         let taken = flock(descriptor, LOCK_EX | LOCK_NB) == 0
         let error = errno
-        defer { try? wait(for: LOCK_SH, timeout: .seconds(3_600)) }
         guard taken else {
+            try share()
             if error == EWOULDBLOCK { throw EngineError.locked(path: path) }
             throw Self.failure(error, "taking the presence lock alone", path: path)
         }
-        return try body()
+        let result: Result<R, any Error> = Result {
+            if try otherEnvironmentOpen() { throw EngineError.locked(path: path) }
+            return try body()
+        }
+        try share()
+        return try result.get()
+    }
+
+    /// Takes the shared lock again after ``alone(_:)``; with the writer lock held nobody else can
+    /// hold the exclusive one, so it does not wait.
+    private func share() throws(EngineError) {
+        try wait(for: LOCK_SH, timeout: .seconds(10))
+    }
+
+    /// Whether another process holds LMDB's lock on `lock.mdb` (`F_GETLK` asks without taking or
+    /// dropping anything; this process's own locks never count).
+    private func otherEnvironmentOpen() throws(EngineError) -> Bool {
+        var probe = flock()
+        probe.l_type = Int16(F_WRLCK)
+        probe.l_whence = Int16(SEEK_SET)
+        probe.l_start = 0
+        probe.l_len = 1
+        if fcntl(descriptor, F_GETLK, &probe) != 0 { throw Self.failure(errno, "asking who holds lock.mdb", path: path) }
+        return probe.l_type != Int16(F_UNLCK)
     }
 
     private func wait(for operation: Int32, timeout: Duration) throws(EngineError) {

@@ -310,7 +310,7 @@ final class LMDBTransaction: StorageWriteTransaction {
             if let txn { mdb_txn_abort(txn) }
             txn = nil
             do {
-                try storage.growMap(toAtLeast: storage.mapSize + 2 * log.byteCount)
+                try storage.growMap(toAtLeast: storage.currentMapSize + 2 * log.byteCount)
                 txn = try storage.beginTransaction(readOnly: false)
             } catch {
                 try fail(error as? EngineError ?? .engineFailure(engine: "LMDB", code: 0, message: "\(error)", operation: "growing the map"))

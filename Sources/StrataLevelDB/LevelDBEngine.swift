@@ -211,6 +211,9 @@ extension EngineKind {
 /// more: the newer versions sit above the deepest level, so that merge drops every older one.
 extension LevelDBStorage: CompactingStorage {
     func compact() throws -> CompactionReport {
+        // After a failed write the log may end in a torn record: reopen first (readers are
+        // drained), as the next write would, so nothing is written after it.
+        if reopenBeforeWriting { try reopen() }
         let db = try handle()
         let before = StoreDirectory.size(of: path)
         try compactRange(db)
@@ -273,7 +276,12 @@ extension LevelDBStorage: CompactingStorage {
         func flush() throws {
             var err: UnsafeMutablePointer<CChar>?
             leveldb_write(db, unsynced, batch, &err)
-            try check(err, "writing the pairs again to compact them", path: path)
+            do {
+                try check(err, "writing the pairs again to compact them", path: path)
+            } catch {
+                reopenBeforeWriting = true  // as after any failed write
+                throw error
+            }
             leveldb_writebatch_clear(batch)
             batched = 0
         }

@@ -31,7 +31,8 @@ public struct CompactCommand<Locator: StoreLocator>: ParsableCommand {
             do {
                 opened = try location.configuration.open(EngineOptions(mode: .openExisting))
             } catch EngineError.locked {
-                throw ToolFailure("\(location.name): \(location.kind.name) store locked by another process; compact it from inside that process (Store.compact())")
+                throw ToolFailure("\(location.name): \(location.kind.name) store locked by another process (LevelDB allows one process: compact "
+                                  + "it from inside that process with Store.compact(); an LMDB store is locked while another process compacts it)")
             } catch {
                 throw ToolFailure("\(location.name): \(error)")
             }

@@ -41,7 +41,8 @@ struct CompactionTests {
         let before = try Self.pairs(store)
         let report = try store.compact()
         #expect(report.ratio <= 0.6, "\(engine.name): \(report)")
-        #expect(report.bytesAfter == directorySize(dir.path), "the report's size after is the files' size")
+        // LevelDB's own text log (LOG) may still grow a little after the report.
+        #expect(abs(report.bytesAfter - directorySize(dir.path)) <= 4_096, "the report's size after is the files' size")
         let after = try Self.pairs(store)
         #expect(after.map(\.0) == before.map(\.0) && after.map(\.1) == before.map(\.1), "\(engine.name): the pairs after the compaction")
         try store.close()
@@ -57,11 +58,56 @@ struct CompactionTests {
         #expect(holder.waitFor("opened"))
         #expect(throws: EngineError.locked(path: dir.path)) { try store.compact() }
         #expect(FileManager.default.fileExists(atPath: dir.path + "/data.mdb.compact") == false, "no copy left by a refused compaction")
-        // Writes go on after the refusal, and the other process's lock is shared again.
+        // Writes go on after the refusal.
         try store.write { tx in try tx.put([1], forKey: [1]) }
         #expect(holder.wait() == 0, "\(holder.output)")
+        // This process holds its share of the store again: another process's compaction is refused.
+        let other = try runProgram(strataTool, ["compact", "--engine", "lmdb", dir.path])
+        #expect(other.status == 2 && other.output.contains("another process has the store open"), "\(other.output)")
         _ = try store.compact()
         try store.read { (tx: any KeyValueReader) throws in #expect(try tx.get([1]) == [1]) }
+        // After its compaction this process shares the store again: another process opens it at once.
+        let reader = try runProgram(strataTool, ["probe", "--engine", "lmdb", "--path", dir.path, "--get", "01"])
+        #expect(reader.status == 0, "\(reader.output)")
+        try store.close()
+    }
+
+    @Test("LMDB: a program other than Strata with the environment open (py-lmdb) makes the compaction refuse, as locked")
+    func lmdbRefusedWhileForeignProgramHasIt() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try LMDBEngine(path: dir.path)
+        _ = try Self.fill(store, count: 1_000)
+        let script = "import lmdb, sys, time\nenv = lmdb.open(sys.argv[1], readonly=True, lock=True)\nprint('opened', flush=True)\ntime.sleep(3)\n"
+        // Debian's python3, where python3-lmdb (make deps) installs the module; another python3 on PATH lacks it.
+        let interpreter = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : try tool("python3", package: "python3-lmdb")
+        let python = try BackgroundProcess(interpreter, ["-c", script, dir.path])
+        #expect(python.waitFor("opened"), "\(python.output)")
+        #expect(throws: EngineError.locked(path: dir.path)) { try store.compact() }
+        #expect(python.wait() == 0, "\(python.output)")
+        _ = try store.compact()
+        try store.close()
+    }
+
+    @Test("SQLite: compaction while another process has the store open; that process reads every pair and writes on")
+    func sqliteWhileShared() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try Engines.sqlite.open(dir.path, EngineOptions())
+        let keys = try Self.fill(store, count: 4_000)
+        try store.write { tx in for key in keys.prefix(3_000) { try tx.delete(key) } }
+        try store.write { tx in try tx.put(Array("mine".utf8), forKey: Array("a".utf8)) }
+        let holder = try BackgroundProcess(strataTool, ["probe", "--engine", "sqlite", "--path", dir.path, "--hold", "2"])
+        #expect(holder.waitFor("opened"))
+        let report = try store.compact()
+        #expect(report.ratio < 0.6, "\(report)")
+        #expect(holder.wait() == 0, "\(holder.output)")
+        let after = try runProgram(strataTool, ["probe", "--engine", "sqlite", "--path", dir.path, "--put", "b=theirs", "--get", "a"])
+        #expect(after.output.contains("value: mine"), "\(after.output)")
+        try store.read { (tx: any KeyValueReader) throws in
+            #expect(try tx.get(Array("b".utf8)) == Array("theirs".utf8))
+            #expect(try tx.keys().count == 1_000 + 2)
+        }
         try store.close()
     }
 
@@ -102,7 +148,7 @@ struct CompactionTests {
             try store.close()
             let child = try BackgroundProcess(strataTool, ["compact", "--engine", engine.name, dir.path])
             #expect(child.waitFor("compacting"), "\(child.output)")
-            Thread.sleep(forTimeInterval: Double.random(in: 0...duration, using: &random))
+            Thread.sleep(forTimeInterval: Double.random(in: 0...(duration * 0.7), using: &random))
             kill(child.process.processIdentifier, SIGKILL)
             _ = child.wait()
             if FileManager.default.fileExists(atPath: dir.path + "/data.mdb.compact") { copiesLeft += 1 }

@@ -29,6 +29,8 @@ struct TemporaryStoreTests {
         #expect(kind.name != "etcd", "etcd's temporary store was not refused: closing it would leave its keys in the cluster")
         try store.withTransaction { ctx in for id in 0..<100 { try ctx.insert(Note(id: id, text: "n\(id)")) } }
         #expect(try store.withReadTransaction { ctx in try Query<Note>().select(in: ctx) }.count == 100)
+        _ = try store.compact()  // forwarded to the engine inside
+        #expect(try store.withReadTransaction { ctx in try Query<Note>().select(in: ctx) }.count == 100)
         let created = temporaryStores().subtracting(before)
         #expect(created.count == 2, "a directory and its lock file: \(created)")
         if kind.declaration.capabilities.contains(.persistent) {
