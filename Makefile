@@ -48,6 +48,7 @@ test: deps
 	.build/debug/strata power-loss-test --engine all --losses 20 --shim .build/powerloss.so
 	.build/debug/strata power-loss-test --engine all --losses 20 --durability relaxed --shim .build/powerloss.so
 	.build/debug/strata prepare-crash-test --engine all --kills 20
+	.build/debug/strata import-crash-test --engine all --kills 20
 	.build/debug/strata prepare-race-test --engine all --rounds 6
 	.build/debug/strata feed-crash-test --engine all --kills 10
 	.build/debug/strata-transforms rotation-crash-test --engine all --kills 20
@@ -184,6 +185,7 @@ crash: deps
 	swift build -c release --product strata-transforms
 	.build/release/strata crash-test --engine all --kills 1000
 	.build/release/strata prepare-crash-test --engine all --kills 200
+	.build/release/strata import-crash-test --engine all --kills 200
 	.build/release/strata prepare-race-test --engine all --rounds 50
 	.build/release/strata feed-crash-test --engine all --kills 200
 	.build/release/strata-transforms rotation-crash-test --engine all --kills 200

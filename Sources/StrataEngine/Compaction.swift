@@ -42,10 +42,10 @@ extension KeyValueEngine {
     }
 }
 
-extension StoreDirectory {
+extension CompactionReport {
     /// The bytes the regular files directly inside `path` take (their sizes, not their blocks):
     /// the size users see with `ls -l` and compare before and after a compaction.
-    package static func size(of path: String) -> Int {
+    package static func filesSize(in path: String) -> Int {
         let fm = FileManager.default
         let names = (try? fm.contentsOfDirectory(atPath: path)) ?? []
         return names.reduce(0) { total, name in

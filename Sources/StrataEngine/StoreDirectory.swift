@@ -2,7 +2,7 @@ import Foundation
 
 /// The checks every adapter makes on a store's directory before its library touches it,
 /// so that a wrong path fails the same way on every engine and nothing is written there.
-package enum StoreDirectory {
+enum StoreDirectory {
     /// Prepares `path` for opening a store whose presence is shown by `marker` (a file the
     /// engine always keeps in its directory, e.g. `data.mdb`).
     ///

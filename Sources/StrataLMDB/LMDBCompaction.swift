@@ -19,7 +19,7 @@ extension LMDBStorage: CompactingStorage {
     func compact() throws -> CompactionReport {
         if let unusable { throw unusable }
         guard let presence, let env, let writerLock else { throw EngineError.readOnly(path: path) }
-        let before = StoreDirectory.size(of: path)
+        let before = CompactionReport.filesSize(in: path)
         // Held throughout: other processes' writers wait, and so does another compaction while
         // the presence lock is converted (see LMDBPresenceLock.alone).
         try writerLock.lock()
@@ -48,7 +48,7 @@ extension LMDBStorage: CompactingStorage {
                 if let replacing { throw replacing }
             }
         }
-        return CompactionReport(bytesBefore: before, bytesAfter: StoreDirectory.size(of: path))
+        return CompactionReport(bytesBefore: before, bytesAfter: CompactionReport.filesSize(in: path))
     }
 
     /// Writes every pair, in key order, into a new environment at `copy` (one file, no lock

@@ -215,11 +215,11 @@ extension LevelDBStorage: CompactingStorage {
         // drained), as the next write would, so nothing is written after it.
         if reopenBeforeWriting { try reopen() }
         let db = try handle()
-        let before = StoreDirectory.size(of: path)
+        let before = CompactionReport.filesSize(in: path)
         try compactRange(db)
         let live = try rewriteLivePairs(db, ifFilesExceed: Self.rewriteThreshold)
         if live { try compactRange(db) }
-        return CompactionReport(bytesBefore: before, bytesAfter: StoreDirectory.size(of: path))
+        return CompactionReport(bytesBefore: before, bytesAfter: CompactionReport.filesSize(in: path))
     }
 
     /// How many times the live pairs' bytes the files may take after a compaction before the pairs
@@ -266,7 +266,7 @@ extension LevelDBStorage: CompactingStorage {
         }
         var liveBytes = 0
         try eachPair { _, keyLength, _, valueLength in liveBytes += keyLength + valueLength }
-        guard Double(StoreDirectory.size(of: path)) > Double(liveBytes) * threshold + 65_536 else { return false }
+        guard Double(CompactionReport.filesSize(in: path)) > Double(liveBytes) * threshold + 65_536 else { return false }
         // Unsynced: the values are the ones already stored, so losing the rewrite loses nothing.
         let unsynced = leveldb_writeoptions_create()
         defer { leveldb_writeoptions_destroy(unsynced) }

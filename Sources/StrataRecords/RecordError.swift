@@ -60,6 +60,11 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A generated key could not be issued: the type's key is not one `Int`, its sequence
     /// reached `Int.max`, or its stored sequence could not be decoded.
     case keyGeneration(type: String, detail: String)
+    /// An import job (``Store/importRecords(_:job:batchSize:progress:)``) cannot resume with this
+    /// sequence: its stored position names another element than the sequence has there (another
+    /// data set under the same job name), or another import of the same job is running. Nothing
+    /// was written; ``Store/discardImport(_:job:)`` forgets the position.
+    case importMismatch(type: String, job: String, detail: String)
 
     /// Whether this error says a stored record cannot be read at all (damaged bytes, a version
     /// without migration, a value its transform refuses as altered or malformed), so that passes
@@ -84,6 +89,7 @@ public enum RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .keyspaceClash(keyspace, detail): return "keyspace \"\(keyspace)\" clash: \(detail)"
         case let .invalidQuery(type, detail): return "invalid query on \(type): \(detail)"
         case let .keyGeneration(type, detail): return "no key generated for \(type): \(detail)"
+        case let .importMismatch(type, job, detail): return "import job \"\(job)\" of \(type): \(detail)"
         case .readOnlyTransaction: return "cannot write in a read-only transaction"
         case let .manifestMismatch(detail): return "store manifest mismatch: \(detail)"
         case let .corruptCatalog(keyspace, detail): return "the catalog entry of keyspace \"\(keyspace)\" is unreadable: \(detail)"

@@ -282,9 +282,9 @@ extension EngineKind {
 extension SQLiteStorage: CompactingStorage {
     func compact() throws -> CompactionReport {
         guard let writer else { throw EngineError.readOnly(path: path) }
-        let before = StoreDirectory.size(of: path)
+        let before = CompactionReport.filesSize(in: path)
         try writer.execute("VACUUM")
         try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return CompactionReport(bytesBefore: before, bytesAfter: StoreDirectory.size(of: path))
+        return CompactionReport(bytesBefore: before, bytesAfter: CompactionReport.filesSize(in: path))
     }
 }

@@ -34,6 +34,7 @@ final class BrokenEngine: KeyValueEngine, @unchecked Sendable {
     }
 
     func close() throws { try inner.close() }
+    func compact() throws -> CompactionReport { try inner.compact() }
 }
 
 final class BrokenTransaction: KeyValueWriter {

@@ -27,6 +27,14 @@ final class SortedArrayStorage: KeyValueStorage, @unchecked Sendable {
     }
 }
 
+/// A sorted array keeps no room for deleted pairs: a compaction has nothing to give back.
+extension SortedArrayStorage: CompactingStorage {
+    func compact() throws -> CompactionReport {
+        let bytes = lock.withLock { committed.reduce(0) { $0 + $1.key.count + $1.value.count } }
+        return CompactionReport(bytesBefore: bytes, bytesAfter: bytes)
+    }
+}
+
 final class SortedArrayTransaction: StorageWriteTransaction {
     private var pairs: [(key: [UInt8], value: [UInt8])]
     private let storage: SortedArrayStorage

@@ -34,11 +34,15 @@ extension TransactionContext {
     /// Inlinable, so that it is specialized for the record type. Each index's maintainer writes
     /// the new record's entries and the old one's straight into the transaction's reusable buffer
     /// (``EntryWrites``), where they are compared; a single-valued index allocates nothing.
+    ///
+    /// `absent`: the caller knows no record is stored under `key` (a bulk import that looked the
+    /// batch's keys up with one scan), so the old record is not read.
     @inlinable @discardableResult
-    func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter) throws -> R? {
+    func insertIndexed<R: Record>(_ record: R, key: ArraySlice<UInt8>, value: ArraySlice<UInt8>, indexes: [ActiveIndex], writer: any KeyValueWriter,
+                                  absent: Bool = false) throws -> R? {
         // While a changed definition is built, its previous generation's entries are kept from the stored bytes.
         let keepsPrevious = indexes.contains { $0.previous != nil }
-        let stored = try storedRecord(R.self, key: key, withValue: keepsPrevious)
+        let stored = absent ? nil : try storedRecord(R.self, key: key, withValue: keepsPrevious)
         let (old, oldValue) = (stored?.record, stored?.value)
         let primary = key.dropFirst(prefix(R.self).count)
         let declared = R.indexes

@@ -108,6 +108,9 @@ struct IndexBench: ParsableCommand {
             let fill1 = try Self.fill(one, OneIndex.self, order)
             let fill3 = try Self.fill(three, ThreeIndexes.self, order)
             _ = try Self.fill(covering, CoveringIndex.self, order)
+            // Bulk imports of the same records in the same order (importRecords, sorted batches).
+            let import0 = try Self.importFill(try store(), NoIndex.self, order)
+            let import1 = try Self.importFill(try store(), OneIndex.self, order)
             // Each indexed lookup is compared with key lookups in the same store: on LevelDB a
             // store that also holds index entries has more files for every read to look through,
             // so a key lookup in the unindexed store (also shown) would charge the index for that.
@@ -151,8 +154,11 @@ struct IndexBench: ParsableCommand {
                        fillRatio1, fillRatio3, indexRatio, coveringRatio))
             say(String(format: "  online build    %8.0f rec/s; a concurrent writer's commits: p50 %.0f µs, p99 %.0f µs (idle: p50 %.0f µs, p99 %.0f µs), %d during the build",
                        build.rate, build.during.p50, build.during.p99, build.idle.p50, build.idle.p99, build.during.count))
-            let met1 = fillRatio1 <= 2, metNon = indexRatio <= 2.5, metCov = coveringRatio <= 1.5
-            say("  targets (median of \(Self.rounds) rounds): 1 index ≤ 2× no index on fillrandom: \(met1 ? "met" : "missed"); non-covering lookup ≤ 2.5× a key lookup: \(metNon ? "met" : "missed"); covering ≤ 1.5×: \(metCov ? "met" : "missed")")
+            let importRatio = Self.medianRatio(import1, import0)
+            say(String(format: "  bulk import     no index %8.0f rec/s (%.2f× the insert fill's time)   1 index %8.0f rec/s (%.2f× the insert fill's)   1 index / no index %.2f×",
+                       Double(records) / total(import0), total(import0) / total(fill0), Double(records) / total(import1), total(import1) / total(fill1), importRatio))
+            let met1 = fillRatio1 <= 2, metNon = indexRatio <= 2.5, metCov = coveringRatio <= 1.5, metImport = importRatio <= Self.importTarget
+            say("  targets (median of \(Self.rounds) rounds): 1 index ≤ 2× no index on fillrandom: \(met1 ? "met" : "missed"); non-covering lookup ≤ 2.5× a key lookup: \(metNon ? "met" : "missed"); covering ≤ 1.5×: \(metCov ? "met" : "missed"); bulk import with 1 index ≤ \(Self.importTarget)× no index: \(metImport ? "met" : "missed")")
         }
     }
 
@@ -180,6 +186,20 @@ struct IndexBench: ParsableCommand {
                     start = end
                 }
             })
+        }
+        return fifths
+    }
+
+    /// The speed issue's target for a bulk import with one index against one without.
+    static let importTarget = 1.5
+
+    /// Seconds to import `order` with `Store.importRecords` (batches of 5,000), per fifth of it.
+    static func importFill<R: IndexBenchRecord>(_ store: Store, _: R.Type, _ order: [IndexBenchFields]) throws -> [Double] {
+        defer { try? store.close() }
+        var fifths: [Double] = []
+        for round in 0..<rounds {
+            let slice = order[(order.count * round / rounds)..<(order.count * (round + 1) / rounds)]
+            fifths.append(try time(1) { try store.importRecords(slice.lazy.map { R($0) }, batchSize: 5_000) })
         }
         return fifths
     }
