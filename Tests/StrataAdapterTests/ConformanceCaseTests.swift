@@ -205,6 +205,12 @@ struct ConformanceCaseTests {
         "multiprocess/each process reads the other's commits",
         "multiprocess/writers in two processes serialize: one waits for the other's commit",
         "multiprocess/a reader sees the other process's writes only once committed, and keeps its snapshot",
+        "compaction/keeps every pair, in both directions, and the store goes on",
+        "compaction/of an empty store leaves it empty and usable",
+        "compaction/inside a transaction of the same store is refused as nested",
+        "compaction/of a closed store is refused",
+        "compaction/of a store opened read-only is refused",
+        "compaction/while another process has the store open: done, and both processes read every pair; or refused as locked, and nothing changed",
     ]
 
     @Test("point/get of a missing key is nil", arguments: Engines.supporting("point/get of a missing key is nil"))
@@ -803,4 +809,22 @@ struct ConformanceCaseTests {
 
     @Test("multiprocess/a reader sees the other process's writes only once committed, and keeps its snapshot", arguments: Engines.supporting("multiprocess/a reader sees the other process's writes only once committed, and keeps its snapshot"))
     func multiprocess_aReaderSeesTheOtherProcessSWritesOnlyOnceCommittedAndKeepsItsSnapshot(engine: EngineUnderTest) async { await expectCasePasses("multiprocess/a reader sees the other process's writes only once committed, and keeps its snapshot", on: engine) }
+
+    @Test("compaction/keeps every pair, in both directions, and the store goes on", arguments: Engines.supporting("compaction/keeps every pair, in both directions, and the store goes on"))
+    func compaction_keepsEveryPairInBothDirectionsAndTheStoreGoesOn(engine: EngineUnderTest) async { await expectCasePasses("compaction/keeps every pair, in both directions, and the store goes on", on: engine) }
+
+    @Test("compaction/of an empty store leaves it empty and usable", arguments: Engines.supporting("compaction/of an empty store leaves it empty and usable"))
+    func compaction_ofAnEmptyStoreLeavesItEmptyAndUsable(engine: EngineUnderTest) async { await expectCasePasses("compaction/of an empty store leaves it empty and usable", on: engine) }
+
+    @Test("compaction/inside a transaction of the same store is refused as nested", arguments: Engines.supporting("compaction/inside a transaction of the same store is refused as nested"))
+    func compaction_insideATransactionOfTheSameStoreIsRefusedAsNested(engine: EngineUnderTest) async { await expectCasePasses("compaction/inside a transaction of the same store is refused as nested", on: engine) }
+
+    @Test("compaction/of a closed store is refused", arguments: Engines.supporting("compaction/of a closed store is refused"))
+    func compaction_ofAClosedStoreIsRefused(engine: EngineUnderTest) async { await expectCasePasses("compaction/of a closed store is refused", on: engine) }
+
+    @Test("compaction/of a store opened read-only is refused", arguments: Engines.supporting("compaction/of a store opened read-only is refused"))
+    func compaction_ofAStoreOpenedReadOnlyIsRefused(engine: EngineUnderTest) async { await expectCasePasses("compaction/of a store opened read-only is refused", on: engine) }
+
+    @Test("compaction/while another process has the store open: done, and both processes read every pair; or refused as locked, and nothing changed", arguments: Engines.supporting("compaction/while another process has the store open: done, and both processes read every pair; or refused as locked, and nothing changed"))
+    func compaction_whileAnotherProcessHasTheStoreOpenDoneAndBothProcessesReadEveryPairOrRefusedAsLockedAndNothingChanged(engine: EngineUnderTest) async { await expectCasePasses("compaction/while another process has the store open: done, and both processes read every pair; or refused as locked, and nothing changed", on: engine) }
 }
