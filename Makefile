@@ -34,7 +34,7 @@ test: deps
 	swift build --build-tests
 	swift test --skip-build
 	bash Tests/CompileChecks/run.sh
-	bash Tests/Docs/code-blocks.sh README.md Sources/*/*.docc/*.md
+	bash Tests/Docs/code-blocks.sh README.md Sources/*/*/*.docc/*.md
 	.build/debug/strata conformance --engine memory
 	.build/debug/strata-etcd conformance --members 3 --differential 1000
 	.build/debug/strata-etcd conformance --members 1 --transforms compression,encryption --differential 0 --no-tls
@@ -43,14 +43,14 @@ test: deps
 	.build/debug/strata bench-indexes --records 2000 --lookups 200
 	.build/debug/strata bench-codable --records 2000 --lookups 200 --engines lmdb memory
 	.build/debug/strata bench-observe --records 2000 --commits 20 --engines lmdb memory
-	.build/debug/strata crash-test --engine all --kills 20
+	.build/debug/strata-harness crash-test --engine all --kills 20
 	$(SHIM_CC) -shared -fPIC -O2 -o .build/powerloss.so Tests/Shims/powerloss.c -ldl -lpthread
-	.build/debug/strata power-loss-test --engine all --losses 20 --shim .build/powerloss.so
-	.build/debug/strata power-loss-test --engine all --losses 20 --durability relaxed --shim .build/powerloss.so
-	.build/debug/strata prepare-crash-test --engine all --kills 20
-	.build/debug/strata import-crash-test --engine all --kills 20
-	.build/debug/strata prepare-race-test --engine all --rounds 6
-	.build/debug/strata feed-crash-test --engine all --kills 10
+	.build/debug/strata-harness power-loss-test --engine all --losses 20 --shim .build/powerloss.so
+	.build/debug/strata-harness power-loss-test --engine all --losses 20 --durability relaxed --shim .build/powerloss.so
+	.build/debug/strata-harness prepare-crash-test --engine all --kills 20
+	.build/debug/strata-harness import-crash-test --engine all --kills 20
+	.build/debug/strata-harness prepare-race-test --engine all --rounds 6
+	.build/debug/strata-harness feed-crash-test --engine all --kills 10
 	.build/debug/strata-transforms rotation-crash-test --engine all --kills 20
 
 # A user's package on the modular path (StrataRecords, StrataMacros, StrataSQLite), built from
@@ -181,22 +181,22 @@ bench-etcd: deps
 # 50 rounds of two processes preparing one store at once, and 200 kills of writers with the change
 # feed on, and 200 kills of processes rotating an encrypted store's key.
 crash: deps
-	swift build -c release --product strata
+	swift build -c release --product strata-harness
 	swift build -c release --product strata-transforms
-	.build/release/strata crash-test --engine all --kills 1000
-	.build/release/strata prepare-crash-test --engine all --kills 200
-	.build/release/strata import-crash-test --engine all --kills 200
-	.build/release/strata prepare-race-test --engine all --rounds 50
-	.build/release/strata feed-crash-test --engine all --kills 200
+	.build/release/strata-harness crash-test --engine all --kills 1000
+	.build/release/strata-harness prepare-crash-test --engine all --kills 200
+	.build/release/strata-harness import-crash-test --engine all --kills 200
+	.build/release/strata-harness prepare-race-test --engine all --rounds 50
+	.build/release/strata-harness feed-crash-test --engine all --kills 200
 	.build/release/strata-transforms rotation-crash-test --engine all --kills 200
 
 # Simulated power losses: a crash writer under the recording shim (Tests/Shims/powerloss.c), disk images
 # cut at random points with unsynced writes lost, kept at random or torn, each opened without repair.
 powerloss: deps
-	swift build -c release --product strata
+	swift build -c release --product strata-harness
 	$(SHIM_CC) -shared -fPIC -O2 -o .build/powerloss.so Tests/Shims/powerloss.c -ldl -lpthread
-	.build/release/strata power-loss-test --engine all --losses 1000 --shim .build/powerloss.so
-	.build/release/strata power-loss-test --engine all --losses 1000 --durability relaxed --shim .build/powerloss.so
+	.build/release/strata-harness power-loss-test --engine all --losses 1000 --shim .build/powerloss.so
+	.build/release/strata-harness power-loss-test --engine all --losses 1000 --durability relaxed --shim .build/powerloss.so
 
 clean:
 	rm -rf .build

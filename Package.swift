@@ -1,33 +1,27 @@
 // swift-tools-version: 6.1
 // Strata: a Swift record store with pluggable storage engines.
 //
-// Layers, bottom to top (each folder is one layer):
-//   Sources/C*            system-library shims for liblmdb, libleveldb, libsqlite3
-//   Sources/StrataEngine  the engine core: the KeyValueEngine contract, kept once by CoreEngine
-//                         over the storage primitives adapters supply (KeyValueStorage)
-//   Sources/Strata<X>     one adapter per engine (LMDB, LevelDB, SQLite, Memory): primitives only,
-//                         depending on the core and their C library
-//   Sources/StrataEtcd    the etcd engine (a cluster over its gRPC API); StrataEtcdCluster starts
-//                         local clusters; Sources/strata-etcd is its tool (not built by `make run`)
-//   Sources/StrataKeyCodec the order-preserving codec for typed index keys (a leaf)
-//   Sources/CCRC32C       CRC-32C (hardware where the CPU has it), the record checksum
-//   Sources/CThreadSanitizerHooks tells ThreadSanitizer of the locks it cannot see (StrataEngine's Locked)
-//   Sources/StrataSchemaHash the hash of derived schema versions (the record layer and the macro plugin)
-//   Sources/StrataRecords the record layer: records, Store, typed queries (no adapter);
-//                         RecordFormat.md is the on-disk format
-//   Sources/StrataEncryption value encryption (AES-256-GCM from the system's libcrypto), a value transform
-//                         of the record layer: a product of its own, not built by `make run`
-//   Sources/StrataCompression value compression (zstd, the system's libzstd through CZstd), a
-//                         value transform too: a product of its own
-//   Sources/StrataMacros  @IndexKeyRecord (plugin: Sources/StrataMacrosPlugin over the expansions
-//                         in Sources/StrataMacrosExpansion, swift-syntax)
-//   Sources/Strata        the one import: records, the macro and every bundled engine
-//   Sources/StrataBundledEngines the one list of bundled engines (CLI, benchmark, tests)
-//   Conformance/          the test kit every engine must pass (a library product; Records/ holds
-//                         the record-layer cases, a product of its own)
-//   Sources/StrataStoreTools the store tools' commands (stats, dump, verify, copy, backup), shared
-//                         by `strata` (stores in directories) and `strata-etcd` (and stores on etcd)
-//   Sources/strata        the command-line tool (demo, benchmark, conformance runner; no macro)
+// Floors, bottom to top: each is a folder of Sources/ and depends only on the floors below it.
+//   Sources/C/        the system libraries' shims (liblmdb, libleveldb, libsqlite3, libzstd,
+//                     libcrypto), CRC-32C (the record checksum), the ThreadSanitizer hooks of the
+//                     package's locks, the benchmark's raw C yardstick and the harness's malloc counter
+//   Sources/Engine/   StrataEngine: the KeyValueEngine contract, kept once by CoreEngine over the
+//                     storage primitives adapters supply (KeyValueStorage)
+//   Sources/Engines/  one adapter per engine (LMDB, LevelDB, SQLite, Memory, etcd; primitives only,
+//                     on the core and their C library or gRPC client), StrataEtcdCluster (local
+//                     clusters), StrataBundledEngines (the one list of bundled engines)
+//   Sources/Records/  StrataKeyCodec (a leaf), StrataSchemaHash, StrataRecords (records, Store, typed
+//                     queries; no adapter; RecordFormat.md is the on-disk format), and the value
+//                     transforms StrataEncryption and StrataCompression (products of their own, not
+//                     built by `make run` but for the transforms' benchmark)
+//   Sources/Macros/   @IndexKeyRecord: StrataMacros, its plugin and the expansions (swift-syntax)
+//   Sources/Strata    the one import: records, the macro and every bundled engine
+//   Sources/Tools/    strata (demo, benchmarks, conformance runner, store tools; no macro),
+//                     strata-etcd, strata-transforms, the store tools' commands (StrataStoreTools),
+//                     what the tools share (StrataToolSupport), and the test harness strata-harness
+//                     (crash and power-loss runs, the suite's helper processes; not a product)
+//   Conformance/      the test kit every engine must pass (a library product; Records/ holds the
+//                     record-layer cases, a product of its own)
 import CompilerPluginSupport
 import PackageDescription
 
@@ -79,22 +73,22 @@ let package = Package(
     ],
     targets: [
         // C libraries, through the system's packages.
-        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        .systemLibrary(name: "CLevelDB", providers: [.apt(["libleveldb-dev"])]),
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
-        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLMDB", path: "Sources/C/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        .systemLibrary(name: "CLevelDB", path: "Sources/C/CLevelDB", providers: [.apt(["libleveldb-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/C/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZstd", path: "Sources/C/CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CLibCrypto", path: "Sources/C/CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Engine core: protocol, ranges, errors, options. No engine; its one C target tells
         // ThreadSanitizer of the package's locks (see Locked.swift).
-        .target(name: "StrataEngine", dependencies: ["CThreadSanitizerHooks"]),
-        .target(name: "CThreadSanitizerHooks"),
+        .target(name: "StrataEngine", dependencies: ["CThreadSanitizerHooks"], path: "Sources/Engine/StrataEngine"),
+        .target(name: "CThreadSanitizerHooks", path: "Sources/C/CThreadSanitizerHooks"),
 
         // Engine adapters.
-        .target(name: "StrataLMDB", dependencies: ["StrataEngine", "CLMDB"]),
-        .target(name: "StrataLevelDB", dependencies: ["StrataEngine", "CLevelDB", "CCRC32C"]),
-        .target(name: "StrataSQLite", dependencies: ["StrataEngine", "CSQLite"]),
-        .target(name: "StrataMemory", dependencies: ["StrataEngine"]),
+        .target(name: "StrataLMDB", dependencies: ["StrataEngine", "CLMDB"], path: "Sources/Engines/StrataLMDB"),
+        .target(name: "StrataLevelDB", dependencies: ["StrataEngine", "CLevelDB", "CCRC32C"], path: "Sources/Engines/StrataLevelDB"),
+        .target(name: "StrataSQLite", dependencies: ["StrataEngine", "CSQLite"], path: "Sources/Engines/StrataSQLite"),
+        .target(name: "StrataMemory", dependencies: ["StrataEngine"], path: "Sources/Engines/StrataMemory"),
         // etcd through its gRPC API (grpc-swift), and a launcher of local clusters for tests and
         // benchmarks.
         .target(
@@ -109,27 +103,28 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            path: "Sources/Engines/StrataEtcd",
             exclude: ["Protocol/Wire/etcd.proto", "Protocol/Wire/generate.sh"]
         ),
-        .target(name: "StrataEtcdCluster", dependencies: ["StrataEtcd"]),
+        .target(name: "StrataEtcdCluster", dependencies: ["StrataEtcd", "StrataEngine"], path: "Sources/Engines/StrataEtcdCluster"),
 
         // The order-preserving key codec: a leaf (its key ranges live in the record layer).
-        .target(name: "StrataKeyCodec"),
+        .target(name: "StrataKeyCodec", path: "Sources/Records/StrataKeyCodec"),
 
         // CRC-32C, the record checksum: the CPU's instruction where it has one, chosen at run time.
-        .target(name: "CCRC32C"),
+        .target(name: "CCRC32C", path: "Sources/C/CCRC32C"),
 
         // The record layer: records, Store (engine picked at init), typed queries. No adapter:
         // each engine's `Store(.x(…))` choice comes with its adapter module.
-        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C", "StrataSchemaHash"]),
+        .target(name: "StrataRecords", dependencies: ["StrataEngine", "StrataKeyCodec", "CCRC32C", "StrataSchemaHash"], path: "Sources/Records/StrataRecords"),
         // Value encryption: a value transform of the record layer over OpenSSL's libcrypto
         // (AES-256-GCM with contexts keyed once per key: swift-crypto keys one per value, which
         // cost four times the cipher; Benchmark.md, "Encryption").
-        .target(name: "StrataEncryption", dependencies: ["StrataRecords", "CLibCrypto"]),
+        .target(name: "StrataEncryption", dependencies: ["StrataRecords", "CLibCrypto"], path: "Sources/Records/StrataEncryption"),
         // Value compression: a value transform of the record layer over libzstd.
-        .target(name: "StrataCompression", dependencies: ["StrataRecords", "CZstd"]),
+        .target(name: "StrataCompression", dependencies: ["StrataRecords", "CZstd"], path: "Sources/Records/StrataCompression"),
         // The hash of derived schema versions, shared by the record layer and the macro plugin.
-        .target(name: "StrataSchemaHash"),
+        .target(name: "StrataSchemaHash", path: "Sources/Records/StrataSchemaHash"),
 
         // The @IndexKeyRecord macro: its expansions (a library, which the tests call), the compiler
         // plugin that serves them, and the library that declares it. No test target depends on the
@@ -139,7 +134,8 @@ let package = Package(
             dependencies: [
                 "StrataSchemaHash",
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
-            ]
+            ],
+            path: "Sources/Macros/StrataMacrosExpansion"
         ),
         .macro(
             name: "StrataMacrosPlugin",
@@ -147,12 +143,13 @@ let package = Package(
                 "StrataMacrosExpansion",
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
-            ]
+            ],
+            path: "Sources/Macros/StrataMacrosPlugin"
         ),
-        .target(name: "StrataMacros", dependencies: ["StrataRecords", "StrataMacrosPlugin"]),
+        .target(name: "StrataMacros", dependencies: ["StrataRecords", "StrataMacrosPlugin"], path: "Sources/Macros/StrataMacros"),
 
         // The list of bundled engines, and the one import that brings everything.
-        .target(name: "StrataBundledEngines", dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory"]),
+        .target(name: "StrataBundledEngines", dependencies: ["StrataEngine", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory"], path: "Sources/Engines/StrataBundledEngines"),
         .target(
             name: "Strata",
             dependencies: ["StrataRecords", "StrataMacros", "StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory"]
@@ -167,29 +164,54 @@ let package = Package(
             path: "Conformance/Records"
         ),
 
-        // The benchmark's yardstick (the workloads straight on the C APIs) and its allocation counter.
+        // The benchmark's yardstick (the workloads straight on the C APIs), and the harness's
+        // allocation counter (a malloc interposer: linked by strata-harness only).
         .target(
             name: "CRawBench",
+            path: "Sources/C/CRawBench",
             linkerSettings: [.linkedLibrary("lmdb"), .linkedLibrary("leveldb"), .linkedLibrary("sqlite3")]
         ),
-        .target(name: "CAllocationCounter"),
+        .target(name: "CAllocationCounter", path: "Sources/C/CAllocationCounter"),
 
         // The store tools' commands, over a locator each tool supplies.
         .target(
             name: "StrataStoreTools",
             dependencies: [
                 "StrataRecords", "StrataEngine", "StrataBundledEngines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Sources/Tools/StrataStoreTools"
         ),
 
-        // Command-line tool.
+        // What the tools share (package access): the --engine argument, the benchmark's record, `say`.
+        .target(
+            name: "StrataToolSupport",
+            dependencies: [
+                "StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/Tools/StrataToolSupport"
+        ),
+
+        // The command-line tool: the demo, the benchmarks, the conformance runner, the store tools.
         .executableTarget(
             name: "strata",
             dependencies: [
                 "StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory",
-                "StrataBundledEngines", "StrataConformance", "StrataRecordConformance", "StrataStoreTools", "CRawBench", "CAllocationCounter",
+                "StrataBundledEngines", "StrataConformance", "StrataRecordConformance", "StrataStoreTools", "StrataToolSupport", "CRawBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Sources/Tools/strata"
+        ),
+
+        // The test harness (not a product): crash, power-loss and race runs, the suite's helper
+        // processes, and the malloc-counting interposer no product may carry.
+        .executableTarget(
+            name: "strata-harness",
+            dependencies: [
+                "StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataConformance", "StrataToolSupport",
+                "CAllocationCounter", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/Tools/strata-harness"
         ),
 
         // The etcd tool: conformance on a local or given cluster, the suite's second process, the
@@ -200,7 +222,8 @@ let package = Package(
                 "StrataEtcd", "StrataEtcdCluster", "StrataEngine", "StrataConformance", "StrataRecordConformance",
                 "StrataRecords", "StrataKeyCodec", "StrataBundledEngines", "StrataStoreTools", "StrataEncryption", "StrataCompression",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Sources/Tools/strata-etcd"
         ),
 
         // The store tools for encrypted and compressed stores, key rotation and its crash test:
@@ -209,8 +232,9 @@ let package = Package(
             name: "strata-transforms",
             dependencies: [
                 "StrataRecords", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataConformance", "StrataStoreTools",
-                "StrataEncryption", "StrataCompression", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+                "StrataEncryption", "StrataCompression", "StrataToolSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/Tools/strata-transforms"
         ),
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),

@@ -12,12 +12,12 @@ typecheck() {
   done
   swiftc -typecheck "$1" -I "$build/Modules" \
     -load-plugin-executable "$build/StrataMacrosPlugin-tool#StrataMacrosPlugin" \
-    -Xcc -fmodule-map-file=Sources/CLMDB/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CLevelDB/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CZstd/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CLibCrypto/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CCRC32C/include/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CThreadSanitizerHooks/include/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/C/CLMDB/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/C/CLevelDB/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/C/CSQLite/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/C/CZstd/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/C/CLibCrypto/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/C/CCRC32C/include/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/C/CThreadSanitizerHooks/include/module.modulemap \
     "${maps[@]}" 2>&1
 }

@@ -54,7 +54,7 @@ struct CompactionTests {
         defer { dir.cleanup() }
         let store = try LMDBEngine(path: dir.path)
         _ = try Self.fill(store, count: 2_000)
-        let holder = try BackgroundProcess(strataTool, ["probe", "--engine", "lmdb", "--path", dir.path, "--hold", "3"])
+        let holder = try BackgroundProcess(harnessTool, ["probe", "--engine", "lmdb", "--path", dir.path, "--hold", "3"])
         #expect(holder.waitFor("opened"))
         #expect(throws: EngineError.locked(path: dir.path)) { try store.compact() }
         #expect(FileManager.default.fileExists(atPath: dir.path + "/data.mdb.compact") == false, "no copy left by a refused compaction")
@@ -67,7 +67,7 @@ struct CompactionTests {
         _ = try store.compact()
         try store.read { (tx: any KeyValueReader) throws in #expect(try tx.get([1]) == [1]) }
         // After its compaction this process shares the store again: another process opens it at once.
-        let reader = try runProgram(strataTool, ["probe", "--engine", "lmdb", "--path", dir.path, "--get", "01"])
+        let reader = try runProgram(harnessTool, ["probe", "--engine", "lmdb", "--path", dir.path, "--get", "01"])
         #expect(reader.status == 0, "\(reader.output)")
         try store.close()
     }
@@ -97,12 +97,12 @@ struct CompactionTests {
         let keys = try Self.fill(store, count: 4_000)
         try store.write { tx in for key in keys.prefix(3_000) { try tx.delete(key) } }
         try store.write { tx in try tx.put(Array("mine".utf8), forKey: Array("a".utf8)) }
-        let holder = try BackgroundProcess(strataTool, ["probe", "--engine", "sqlite", "--path", dir.path, "--hold", "2"])
+        let holder = try BackgroundProcess(harnessTool, ["probe", "--engine", "sqlite", "--path", dir.path, "--hold", "2"])
         #expect(holder.waitFor("opened"))
         let report = try store.compact()
         #expect(report.ratio < 0.6, "\(report)")
         #expect(holder.wait() == 0, "\(holder.output)")
-        let after = try runProgram(strataTool, ["probe", "--engine", "sqlite", "--path", dir.path, "--put", "b=theirs", "--get", "a"])
+        let after = try runProgram(harnessTool, ["probe", "--engine", "sqlite", "--path", dir.path, "--put", "b=theirs", "--get", "a"])
         #expect(after.output.contains("value: mine"), "\(after.output)")
         try store.read { (tx: any KeyValueReader) throws in
             #expect(try tx.get(Array("b".utf8)) == Array("theirs".utf8))

@@ -174,7 +174,7 @@ struct CoreEngineTests {
 
     @Test("no adapter source does the core's bookkeeping (checked outside comments)")
     func adaptersKeepNoContract() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardizedFileURL
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Engines").standardizedFileURL
         var files = 0
         for folder in Self.adapterFolders {
             let directory = sources.appendingPathComponent(folder)

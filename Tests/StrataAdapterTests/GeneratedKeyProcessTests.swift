@@ -4,7 +4,7 @@ import StrataEngine
 import StrataRecords
 import Testing
 
-/// What `strata sequence-writer` inserts (the same keyspace and layout).
+/// What `strata-harness sequence-writer` inserts (the same keyspace and layout).
 private struct SequencedNote: CodableRecord, Equatable {
     var id: Int
     var writer: String
@@ -25,7 +25,7 @@ struct GeneratedKeyProcessTests {
         let kind = try #require(BundledEngines.named(engine))
         try Store(kind.configuration(path: dir.path)).close()
         func writer(_ name: String, count: Int, deleteEvery: Int) throws -> BackgroundProcess {
-            try BackgroundProcess(strataTool, ["sequence-writer", "--engine", engine, "--path", dir.path, "--name", name,
+            try BackgroundProcess(harnessTool, ["sequence-writer", "--engine", engine, "--path", dir.path, "--name", name,
                                                "--count", "\(count)", "--delete-every", "\(deleteEvery)"])
         }
         // A runs until killed; B runs beside it and past its death; C starts after it.

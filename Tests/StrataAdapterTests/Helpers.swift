@@ -21,10 +21,17 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
 }
 
 /// The `strata` tool built beside the test bundle (`swift build --build-tests` builds both).
-let strataTool: String = {
+let strataTool = builtTool("strata")
+
+/// The test harness (`strata-harness`: crash runs, probes, the allocation counter), built
+/// beside the test bundle too.
+let harnessTool = builtTool("strata-harness")
+
+/// The path of an executable of this package built beside the test bundle.
+func builtTool(_ name: String) -> String {
     let bundle = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).resolvingSymlinksInPath()
-    return bundle.deletingLastPathComponent().appendingPathComponent("strata").path
-}()
+    return bundle.deletingLastPathComponent().appendingPathComponent(name).path
+}
 
 /// A tool a test needs that is not part of Strata, or why it is missing.
 struct MissingTool: Error, CustomStringConvertible {

@@ -13,13 +13,13 @@ struct MultiProcessTests {
         let store = try LevelDBEngine(path: dir.path)
         try store.write { tx in try tx.put(Array("1".utf8), forKey: Array("a".utf8)) }
         #expect(throws: EngineError.alreadyOpen(path: dir.path)) { try LevelDBEngine(path: dir.path, options: EngineOptions(mode: .openExisting)) }
-        let other = try runProgram(strataTool, ["probe", "--engine", "leveldb", "--path", dir.path, "--get", "a"])
+        let other = try runProgram(harnessTool, ["probe", "--engine", "leveldb", "--path", dir.path, "--get", "a"])
         #expect(other.status == 2)
         #expect(other.output.contains("error: the store at \(dir.path) is locked by another process"), "\(other.output)")
         try store.read { (tx: any KeyValueReader) throws in #expect(try tx.get(Array("a".utf8)) == Array("1".utf8)) }
         try store.close()
         // Once closed, another process opens it and reads the data.
-        let after = try runProgram(strataTool, ["probe", "--engine", "leveldb", "--path", dir.path, "--get", "a"])
+        let after = try runProgram(harnessTool, ["probe", "--engine", "leveldb", "--path", dir.path, "--get", "a"])
         #expect(after.output.contains("value: 1"), "\(after.output)")
     }
 
@@ -30,12 +30,12 @@ struct MultiProcessTests {
         let store = try engine.open(dir.path, EngineOptions())
         try store.write { tx in try tx.put(Array("mine".utf8), forKey: Array("a".utf8)) }
         // Another process writes while this one holds the store open, and reads this one's data.
-        let other = try runProgram(strataTool, ["probe", "--engine", engine.name, "--path", dir.path, "--put", "b=theirs", "--get", "a"])
+        let other = try runProgram(harnessTool, ["probe", "--engine", engine.name, "--path", dir.path, "--put", "b=theirs", "--get", "a"])
         #expect(other.status == 0, "\(other.output)")
         #expect(other.output.contains("value: mine"), "\(other.output)")
         try store.read { (tx: any KeyValueReader) throws in #expect(try tx.get(Array("b".utf8)) == Array("theirs".utf8)) }
         // And this process writes while the other holds it open.
-        let holder = try BackgroundProcess(strataTool, ["probe", "--engine", engine.name, "--path", dir.path, "--hold", "1"])
+        let holder = try BackgroundProcess(harnessTool, ["probe", "--engine", engine.name, "--path", dir.path, "--hold", "1"])
         #expect(holder.waitFor("opened"))
         try store.write { tx in try tx.put(Array("again".utf8), forKey: Array("c".utf8)) }
         #expect(holder.wait() == 0, "\(holder.output)")
@@ -58,7 +58,7 @@ struct MultiProcessTests {
         }
     }
 
-    /// Ten rounds: three `strata probe` children run `children` on the store without pause, and
+    /// Ten rounds: three `strata-harness probe` children run `children` on the store without pause, and
     /// are killed at once (as a process group, a stopping container or the OOM killer kills
     /// them: some inside a transaction, some waiting on a lock, some just woken to take it),
     /// while a thread of this process runs `transaction` in a loop. After each round it must go
@@ -89,7 +89,7 @@ struct MultiProcessTests {
         loop.start()
         for round in 1...10 {
             let children = try (0..<3).map { _ in
-                try BackgroundProcess(strataTool, ["probe", "--engine", engine.name, "--path", dir.path] + arguments)
+                try BackgroundProcess(harnessTool, ["probe", "--engine", engine.name, "--path", dir.path] + arguments)
             }
             for child in children { try #require(child.waitFor(started), "\(child.output)") }
             Thread.sleep(forTimeInterval: 0.1)
@@ -119,7 +119,7 @@ struct MultiProcessTests {
 struct CrashHarnessTests {
     @Test("the crash harness reports a partial transaction and a lost one", arguments: ["partial", "lost"])
     func harnessCanFail(fault: String) throws {
-        let run = try runProgram(strataTool, ["crash-test", "--engine", "sqlite", "--kills", "2", "--inject-fault", fault])
+        let run = try runProgram(harnessTool, ["crash-test", "--engine", "sqlite", "--kills", "2", "--inject-fault", fault])
         #expect(run.status != 0, "\(run.output)")
         #expect(run.output.contains(fault == "partial" ? "0 lost, 2 partial" : "2 lost, 0 partial"), "\(run.output)")
     }
@@ -132,7 +132,7 @@ struct PrepareCrashHarnessTests {
         // Seed 4: of its 4 kill moments (batches 1 to 180: two builds of 60 batches, then a migration
         // of 60), 2 land in the builds and 2 in the migration on every engine (seed 3 put all 4 in
         // the builds once the second index was added).
-        let run = try runProgram(strataTool, ["prepare-crash-test", "--engine", "all", "--kills", "4", "--seed", "4"])
+        let run = try runProgram(harnessTool, ["prepare-crash-test", "--engine", "all", "--kills", "4", "--seed", "4"])
         #expect(run.status == 0, "\(run.output)")
         for engine in ["lmdb", "leveldb", "sqlite"] {
             #expect(run.output.contains("\(engine): 4 kills ("), "\(run.output)")
@@ -142,7 +142,7 @@ struct PrepareCrashHarnessTests {
 
     @Test("the harness reports a lost record, a stale index entry and a wrong total", arguments: ["lost", "stale", "total"])
     func harnessCanFail(fault: String) throws {
-        let run = try runProgram(strataTool, ["prepare-crash-test", "--engine", "sqlite", "--kills", "2", "--inject-fault", fault])
+        let run = try runProgram(harnessTool, ["prepare-crash-test", "--engine", "sqlite", "--kills", "2", "--inject-fault", fault])
         #expect(run.status != 0, "\(run.output)")
         #expect(run.output.contains("sqlite: 2 kills") && run.output.contains("2 with lost, duplicated or stale data"), "\(run.output)")
         #expect(run.output.contains(fault == "lost" ? "records, expected" : "1 stale entries"), "\(run.output)")
@@ -168,7 +168,7 @@ struct PowerLossHarnessTests {
     @Test("an engine whose file syncs are skipped loses acknowledged commits, and the harness says so on every engine")
     func harnessCanFail() throws {
         let shim = try Shim.build("powerloss")
-        let run = try runProgram(strataTool, ["power-loss-test", "--engine", "all", "--losses", "20", "--shim", shim, "--inject-fault", "skip-sync"])
+        let run = try runProgram(harnessTool, ["power-loss-test", "--engine", "all", "--losses", "20", "--shim", shim, "--inject-fault", "skip-sync"])
         #expect(run.status != 0, "\(run.output)")
         let summaries = Self.summaries(run.output)
         for engine in ["lmdb", "leveldb", "sqlite"] {
@@ -186,7 +186,7 @@ struct PowerLossHarnessTests {
         defer { try? FileManager.default.removeItem(atPath: spaced) }
         let shim = spaced + "/powerloss.so"
         try FileManager.default.copyItem(atPath: try Shim.build("powerloss"), toPath: shim)
-        let run = try runProgram(strataTool, ["power-loss-test", "--engine", "sqlite", "--losses", "3", "--shim", shim, "--inject-fault", "crash-check"])
+        let run = try runProgram(harnessTool, ["power-loss-test", "--engine", "sqlite", "--losses", "3", "--shim", shim, "--inject-fault", "crash-check"])
         #expect(run.status != 0, "\(run.output)")
         let totals = try #require(Self.summaries(run.output)["sqlite"], "\(run.output)")
         #expect(totals.crashed == 3 && totals.lost + totals.partial + totals.refused == 0, "\(run.output)")
@@ -196,7 +196,7 @@ struct PowerLossHarnessTests {
     @Test("with the syncs done, every acknowledged commit survives every simulated power loss (full durability)")
     func fullDurability() throws {
         let shim = try Shim.build("powerloss")
-        let run = try runProgram(strataTool, ["power-loss-test", "--engine", "all", "--losses", "20", "--seed", "7", "--shim", shim])
+        let run = try runProgram(harnessTool, ["power-loss-test", "--engine", "all", "--losses", "20", "--seed", "7", "--shim", shim])
         #expect(run.status == 0, "\(run.output)")
         let summaries = Self.summaries(run.output)
         for engine in ["lmdb", "leveldb", "sqlite"] {

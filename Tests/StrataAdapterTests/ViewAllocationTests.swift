@@ -13,7 +13,7 @@ struct ViewAllocationTests {
           .disabled(if: sanitizer != nil, "the sanitizer replaces malloc, so the allocation counter is off"),
           arguments: BundledEngines.all.map(\.name))
     func viewsDoNotAllocate(engine: String) throws {
-        let run = try runProgram(strataTool, ["scan-allocations", "--engine", engine, "--records", "20000"])
+        let run = try runProgram(harnessTool, ["allocations", "--engine", engine, "--records", "20000"])
         #expect(run.status == 0, "\(run.output)")
         // "engine-scan E view V record R allocations per row …"
         let words = run.output.split(separator: " ")
@@ -31,11 +31,11 @@ struct ViewAllocationTests {
 
 /// Reading every record through a cursor, an async stream and views keeps the heap flat: the
 /// high-water growth for 100,000 records is within 1 MiB of that for 10,000 (the benchmark
-/// machine's 1M-record figures are in the notes; `strata reading-memory --records 1000000`).
+/// machine's 1M-record figures are in the notes; `strata-harness reading-memory --records 1000000`).
 @Suite("Reading many records keeps memory flat")
 struct ReadingMemoryTests {
     static func growth(_ engine: String, _ records: Int) throws -> [String: Int] {
-        let run = try runProgram(strataTool, ["reading-memory", "--engine", engine, "--records", "\(records)"])
+        let run = try runProgram(harnessTool, ["reading-memory", "--engine", engine, "--records", "\(records)"])
         // "heap growth KiB: cursor C stream S view V (N rows)"
         let words = run.output.split(separator: " ")
         var figures: [String: Int] = [:]

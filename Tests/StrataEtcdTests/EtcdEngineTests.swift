@@ -45,9 +45,9 @@ struct EtcdEngineTests {
     /// Increments `rounds` times, every commit's answer lost after the cluster applied it, retrying
     /// the increments the engine reports as not applied (`mustRetry`); returns the counter.
     private func incrementsWithLostAnswers(rounds: Int, skipTokenCheck: Bool) throws -> UInt64 {
-        let (engine, network) = try LossyTransport.engine(prefix: Clusters.prefix("ambiguous"), etcd: Clusters.options(Clusters.three))
+        let (engine, network) = try FaultyTransport.engine(prefix: Clusters.prefix("ambiguous"), etcd: Clusters.options(Clusters.three))
         defer { try? engine.close() }
-        engine.faults.skipCommitTokenCheck = skipTokenCheck
+        network.hideCommitTokens = skipTokenCheck
         for _ in 0..<rounds {
             network.loseAnswers = 1
             while true {
@@ -71,7 +71,7 @@ struct EtcdEngineTests {
 
     @Test("a commit whose request is lost before it reaches the cluster is found not applied (the lock still ours) and sent again: once")
     func lostRequestIsSentAgain() throws {
-        let (engine, network) = try LossyTransport.engine(prefix: Clusters.prefix("lost-request"), etcd: Clusters.options(Clusters.three))
+        let (engine, network) = try FaultyTransport.engine(prefix: Clusters.prefix("lost-request"), etcd: Clusters.options(Clusters.three))
         defer { try? engine.close() }
         let rounds = TestScale.count(10, full: 100)
         for _ in 0..<rounds {
@@ -147,12 +147,12 @@ struct EtcdEngineTests {
     private func lockAfterFailedRelease(failures: Int, wait: Double) throws -> (after: Bool, later: Bool) {
         let options = Clusters.options(Clusters.three, leaseTTL: 3)
         let prefix = Clusters.prefix("release")
-        let engine = try EtcdEngine(prefix: prefix, etcd: options)
+        let (engine, network) = try FaultyTransport.engine(prefix: prefix, etcd: options)
         defer { try? engine.close() }
         let keys = try EtcdKeySpace(options)
         let lock = EtcdKeySpace.namespace(ofPrefix: prefix) + [0] + Array("lock".utf8)
         struct Rollback: Error {}
-        engine.faults.failLockReleases = failures
+        network.failLockReleases = failures
         #expect(throws: Rollback.self) { try engine.write { tx in try tx.put([1], forKey: [1]); throw Rollback() } }
         let after = try keys.get(lock) != nil
         Thread.sleep(forTimeInterval: wait)
@@ -190,10 +190,12 @@ struct EtcdFailoverTests {
     /// frozen by SIGSTOP: its kernel still completes connections and takes requests, nothing
     /// answers. Returns how long the increment took (or the error), member 0 thawed after.
     private func incrementWithFrozenFirstMember(_ cluster: LocalCluster, unsliced: Bool) throws -> (Duration, Error?) {
-        let engine = try EtcdEngine(prefix: Clusters.prefix("frozen"), options: EngineOptions(timeout: .seconds(20)),
-                                    etcd: Clusters.options(cluster))
+        let timeout = Duration.seconds(20)
+        let (engine, network) = try FaultyTransport.engine(prefix: Clusters.prefix("frozen"), options: EngineOptions(timeout: timeout),
+                                                           etcd: Clusters.options(cluster))
         defer { try? engine.close() }
-        engine.faults.unslicedAttempts = unsliced
+        // The broken variant: every attempt may last the whole timeout.
+        if unsliced { network.attemptsLast = timeout }
         try increment(engine)
         let pid = try #require(cluster.pid(0))
         kill(pid, SIGSTOP)

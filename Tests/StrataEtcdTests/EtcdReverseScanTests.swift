@@ -12,23 +12,25 @@ struct EtcdReverseScanTests {
     static let keys: [[UInt8]] = (0..<10_000).map { i in Array("u/".utf8) + withUnsafeBytes(of: UInt32(i * 7).bigEndian, Array.init) }
         + (0..<10_000).map { i in Array("w/\(String(format: "%08d", i * 13))".utf8) }
 
-    /// A store holding ``keys`` on the 3-member cluster, loaded in batches.
-    static let engine: EtcdEngine = {
-        let engine = try! EtcdEngine(prefix: Clusters.prefix("reverse"), options: EngineOptions(mode: .create), etcd: Clusters.options(Clusters.three))
+    /// A store holding ``keys`` on the 3-member cluster, loaded in batches, over a transport
+    /// that counts the keys etcd reads for descending requests.
+    static let store: (engine: EtcdEngine, network: FaultyTransport) = {
+        let (engine, network) = try! FaultyTransport.engine(prefix: Clusters.prefix("reverse"), options: EngineOptions(mode: .create),
+                                                            etcd: Clusters.options(Clusters.three))
         for batch in stride(from: 0, to: keys.count, by: 2_000) {
             try! engine.write { tx in
                 for key in keys[batch..<min(batch + 2_000, keys.count)] { try tx.put(Array(repeating: 7, count: 20), forKey: key) }
             }
         }
-        return engine
+        return (engine, network)
     }()
 
     /// The keys of a reverse scan of `range` with `limit`, and how many keys etcd read for it.
     private func reverse(_ range: KeyRange, limit: Int?, unwindowed: Bool = false) throws -> (keys: [[UInt8]], read: Int64) {
-        let engine = Self.engine
-        engine.faults.unwindowedReverseScans = unwindowed
-        defer { engine.faults.unwindowedReverseScans = false }
-        engine.faults.descendingKeysRead = 0
+        let (engine, network) = Self.store
+        network.widenDescending = unwindowed
+        defer { network.widenDescending = false }
+        network.descendingKeysRead = 0
         var found: [[UInt8]] = []
         try engine.read { tx in
             try tx.scan(range, reverse: true, limit: limit) { key, _ in
@@ -36,7 +38,7 @@ struct EtcdReverseScanTests {
                 return true
             }
         }
-        return (found, engine.faults.descendingKeysRead)
+        return (found, network.descendingKeysRead)
     }
 
     @Test("the last 10 of 20,000 keys: the right keys, and etcd reads at most a few hundred")
@@ -46,7 +48,7 @@ struct EtcdReverseScanTests {
         #expect(read <= 500, "etcd read \(read) keys for 10")
     }
 
-    @Test("broken variant: one descending request reads all 20,000 keys for 10 (the check above can fail)")
+    @Test("broken variant: descending requests over the whole rest of the range read all 20,000 keys for 10 (the check above can fail)")
     func unwindowedReverseScanIsCaught() throws {
         let (keys, read) = try reverse(.all, limit: 10, unwindowed: true)
         #expect(keys == Array(Self.keys.suffix(10).reversed()))

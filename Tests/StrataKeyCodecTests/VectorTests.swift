@@ -60,7 +60,7 @@ struct VectorTests {
 
     @Test("the table in KeyEncoding.md lists exactly these vectors")
     func specTable() throws {
-        let spec = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/StrataKeyCodecTests/VectorTests.swift", with: "Sources/StrataKeyCodec/StrataKeyCodec.docc/KeyEncoding.md"), encoding: .utf8)
+        let spec = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/StrataKeyCodecTests/VectorTests.swift", with: "Sources/Records/StrataKeyCodec/StrataKeyCodec.docc/KeyEncoding.md"), encoding: .utf8)
         for (name, _, bytes) in Self.vectors {
             let hex = bytes.map { String(format: "%02X", $0) }.joined(separator: " ")
             #expect(spec.contains("| \(name) |") && spec.contains("`\(hex)`"), "KeyEncoding.md lacks the row \(name) | \(hex)")

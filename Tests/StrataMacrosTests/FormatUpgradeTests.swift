@@ -130,7 +130,7 @@ struct FormatUpgradeTests {
             let path = try Self.copy(engine)
             defer { try? FileManager.default.removeItem(atPath: path) }
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: strataTool)
+            process.executableURL = URL(fileURLWithPath: harnessTool)
             process.arguments = ["upgrade-store", "--engine", engine.rawValue, "--path", path, "--batch", "10", "--pause-ms", "2"]
             let output = Pipe()
             process.standardOutput = output
@@ -165,10 +165,10 @@ struct FormatUpgradeTests {
     }
 }
 
-/// The `strata` tool built beside the test bundle.
-let strataTool: String = {
+/// The test harness `strata-harness`, built beside the test bundle.
+let harnessTool: String = {
     let bundle = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).resolvingSymlinksInPath()
-    return bundle.deletingLastPathComponent().appendingPathComponent("strata").path
+    return bundle.deletingLastPathComponent().appendingPathComponent("strata-harness").path
 }()
 
 extension Engines {

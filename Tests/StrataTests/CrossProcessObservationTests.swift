@@ -6,7 +6,7 @@ import StrataKeyCodec
 @testable import StrataRecords
 import Testing
 
-/// The record `strata feed-crash-writer` writes (the same declaration): key `id`, a value.
+/// The record `strata-harness feed-crash-writer` writes (the same declaration): key `id`, a value.
 private struct WrittenNote: Record, Equatable, Sendable {
     var id: Int
     var value: Int
@@ -20,13 +20,14 @@ private struct WrittenNote: Record, Equatable, Sendable {
     }
 }
 
-/// The `strata` tool built beside the test bundle (also run by the temporary store tests).
-let strataExecutable: String = {
+/// The test harness `strata-harness`, built beside the test bundle (also run by the temporary
+/// store tests).
+let harnessExecutable: String = {
     let bundle = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).resolvingSymlinksInPath()
-    return bundle.deletingLastPathComponent().appendingPathComponent("strata").path
+    return bundle.deletingLastPathComponent().appendingPathComponent("strata-harness").path
 }()
 
-/// A `strata feed-crash-writer` child: commits until killed, printing `ack N` after each.
+/// A `strata-harness feed-crash-writer` child: commits until killed, printing `ack N` after each.
 private final class WriterChild: Sendable {
     let process: Process
     private let pipe = Pipe()
@@ -36,7 +37,7 @@ private final class WriterChild: Sendable {
 
     init(engine: String, path: String) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: strataExecutable)
+        process.executableURL = URL(fileURLWithPath: harnessExecutable)
         process.arguments = ["feed-crash-writer", "--engine", engine, "--path", path]
         process.standardOutput = pipe
         process.standardError = pipe

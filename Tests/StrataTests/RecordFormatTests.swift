@@ -333,7 +333,7 @@ struct RecordFormatTests {
 
     static var specText: String {
         get throws {
-            let path = #filePath.replacingOccurrences(of: "Tests/StrataTests/RecordFormatTests.swift", with: "Sources/StrataRecords/StrataRecords.docc/RecordFormat.md")
+            let path = #filePath.replacingOccurrences(of: "Tests/StrataTests/RecordFormatTests.swift", with: "Sources/Records/StrataRecords/StrataRecords.docc/RecordFormat.md")
             return try String(contentsOfFile: path, encoding: .utf8)
         }
     }

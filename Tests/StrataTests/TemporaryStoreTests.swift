@@ -92,10 +92,10 @@ struct TemporaryStoreTests {
         #expect(FileManager.default.fileExists(atPath: dir.path + "/strata/notes/data.mdb"))
     }
 
-    /// A `strata probe` child with `arguments`, its output discarded.
+    /// A `strata-harness probe` child with `arguments`, its output discarded.
     private static func probe(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: strataExecutable)
+        process.executableURL = URL(fileURLWithPath: harnessExecutable)
         process.arguments = ["probe"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = FileHandle.nullDevice
