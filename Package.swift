@@ -63,7 +63,7 @@ let package = Package(
         // `swift build`.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The etcd engine's client: gRPC over HTTP/2 on NIO, etcd's messages in protobuf (the code
-        // generated from Sources/StrataEtcd/Protocol/Wire/etcd.proto is committed).
+        // generated from Sources/Engines/StrataEtcd/Protocol/Wire/etcd.proto is committed).
         .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.0"),
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.0"),
         .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.0"),

@@ -1,15 +1,16 @@
 import Foundation
+@_spi(StrataInternals) import StrataEngine
 
 /// A child process running this executable, whose output lines (standard output and standard
 /// error) are collected as they come: the driver of the crash tests, which kill it at chosen moments.
 ///
-/// `@unchecked Sendable`: the collected lines are guarded by `lock`; `Process` and `Pipe` are set up before the reader starts.
+/// `@unchecked Sendable`: `Process` and `Pipe` are set up before the reader starts; the collected
+/// lines are behind their own lock.
 public final class ChildProcess: @unchecked Sendable {
     private let process = Process()
     private let pipe = Pipe()
-    private let lock = NSLock()
-    private var partial = ""
-    private var complete: [String] = []
+    /// The last line, not finished yet, and the whole lines.
+    private let output = Locked<(partial: String, complete: [String])>(("", []))
     private var reader: PipeReader?
 
     /// Starts this executable with `arguments`, with `environment` added to this process's environment.
@@ -24,17 +25,17 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     private func take(_ data: Data) {
-        lock.withLock {
-            partial += String(decoding: data, as: UTF8.self)
-            while let newline = partial.firstIndex(of: "\n") {
-                complete.append(String(partial[..<newline]))
-                partial.removeSubrange(...newline)
+        output.withLock { output in
+            output.partial += String(decoding: data, as: UTF8.self)
+            while let newline = output.partial.firstIndex(of: "\n") {
+                output.complete.append(String(output.partial[..<newline]))
+                output.partial.removeSubrange(...newline)
             }
         }
     }
 
     /// The whole lines printed so far.
-    public var lines: [String] { lock.withLock { complete } }
+    public var lines: [String] { output.withLock { $0.complete } }
     /// Whether the child is still running.
     public var isRunning: Bool { process.isRunning }
 
@@ -46,7 +47,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits until the child printed `count` lines (or finished, or the time ran out); the lines so far.
     public func waitForLines(_ count: Int, seconds: Double) -> [String] {
         let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline && process.isRunning && lock.withLock({ complete.count }) < count { usleep(500) }
+        while Date() < deadline && process.isRunning && output.withLock({ $0.complete.count }) < count { usleep(500) }
         return lines
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 
 /// Runs `body` on a new thread; `join()` waits for it and rethrows what it threw.
 final class BackgroundThread: @unchecked Sendable {
@@ -45,12 +45,11 @@ final class Signal: @unchecked Sendable {
     }
 }
 
-/// A counter shared between threads.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+/// A flag shared between threads.
+final class Flag: Sendable {
+    private let value = Locked(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }
 
 /// An engine reference that may cross threads (engines are Sendable; `any` keeps it so).

@@ -1,5 +1,5 @@
 // An LD_PRELOAD shim that records what a process writes under one directory, and when it syncs,
-// so that `strata powerloss-test` can build the disk images a power loss could leave.
+// so that `strata-harness power-loss-test` can build the disk images a power loss could leave.
 //
 //   STRATA_POWERLOSS_DIR   the directory (absolute, symlinks resolved) whose files are recorded
 //   STRATA_POWERLOSS_LOG   the file the records are appended to

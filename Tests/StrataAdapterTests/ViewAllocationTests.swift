@@ -4,8 +4,9 @@ import StrataEngine
 import Testing
 
 /// The borrowing scan (`forEachView`) allocates nothing per row beyond the engine's own scan;
-/// materializing records does (so the counter is seen to count). Measured in the `strata` tool,
-/// whose process has the counting malloc interposer and runs nothing else meanwhile.
+/// materializing records does (so the counter is seen to count). Measured by the test harness
+/// (`strata-harness allocations`), whose process has the counting malloc interposer and runs
+/// nothing else meanwhile.
 @Suite("Record views allocate nothing per row")
 struct ViewAllocationTests {
     // Under a sanitizer (make sanitize) the interposer is left out: the sanitizer owns malloc.
@@ -26,6 +27,10 @@ struct ViewAllocationTests {
         #expect(view - engineScan < 0.05, "\(engine): \(run.output)")
         // One allocation per row, the record's payload (the engine may add a few per scan).
         #expect(record - view > 0.99, "materialized records allocate (the counter counts): \(run.output)")
+        // "engine-put P engine-get G record-insert I record-fetch F allocations per operation …":
+        // a fetched record allocates at least its payload.
+        let fetch = try #require(figure(after: "record-fetch"), "\(run.output)")
+        #expect(fetch >= 1, "a fetched record allocates its payload: \(run.output)")
     }
 }
 

@@ -69,7 +69,7 @@ final class EtcdClient: Sendable {
     /// `EngineError.invalidArgument` for what can never work or would leak: no endpoint,
     /// `https://` and `http://` mixed, TLS settings for `http://` endpoints, a password for a
     /// cleartext member on another host, unreadable certificate or key files.
-    /// `wrapping` wraps the transport (the tests' lossy transport; the product passes none).
+    /// `wrapping` wraps the transport (the tests' `FaultyTransport`; the product passes none).
     convenience init(_ options: EtcdOptions, timeout: Duration,
                      wrapping wrap: (any EtcdTransport) -> any EtcdTransport = { $0 }) throws(EngineError) {
         guard !options.endpoints.isEmpty else { throw .invalidArgument("no etcd endpoints given") }

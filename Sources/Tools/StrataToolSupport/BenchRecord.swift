@@ -4,28 +4,34 @@ import StrataEngine
 import StrataKeyCodec
 
 /// The record-layer workload's record: a composite key (group, id) and a ~100-byte field,
-/// written by hand (the benchmark does not depend on the macro).
-package struct BenchRecord: Record {
-    package var group: Int
-    package var id: Int
-    package var payload: [UInt8]
+/// written by hand (the benchmark does not depend on the macro). Public and inlinable (this
+/// target is not a product), so that the benchmark's code, in another module, specializes and
+/// inlines it as a user's code does a record type of its own module.
+public struct BenchRecord: Record, Sendable {
+    public var group: Int
+    public var id: Int
+    public var payload: [UInt8]
 
-    package static let recordType = RecordType(keyspace: "Bench", version: 1, key: [("group", Int.self), ("id", Int.self)])
+    public static let recordType = RecordType(keyspace: "Bench", version: 1, key: [("group", Int.self), ("id", Int.self)])
 
-    package init(index: Int, payload: [UInt8]) {
+    @inlinable
+    public init(index: Int, payload: [UInt8]) {
         group = index / 1_000
         id = index % 1_000
         self.payload = payload
     }
 
-    package func writeKey(to key: inout KeyWriter) {
+    @inlinable
+    public func writeKey(to key: inout KeyWriter) {
         key.append(group)
         key.append(id)
     }
 
-    package func writeFields(to fields: inout FieldWriter) { fields.write(payload) }
+    @inlinable
+    public func writeFields(to fields: inout FieldWriter) { fields.write(payload) }
 
-    package init(key: inout KeyReader, fields: inout FieldReader) throws {
+    @inlinable
+    public init(key: inout KeyReader, fields: inout FieldReader) throws {
         group = try key.read()
         id = try key.read()
         payload = try fields.read()

@@ -23,8 +23,10 @@ package struct EngineChoice: ExpressibleByArgument, Sendable {
     package static let all = EngineChoice(argument: "all")!
     package static var allValueStrings: [String] { BundledEngines.all.map(\.name) + ["all"] }
 
-    /// Opens a store of the (single) chosen engine.
+    /// Opens a store of the chosen engine; `all` is refused (a command that opens one store
+    /// needs one engine named).
     package func open(_ path: String, _ options: EngineOptions) throws -> any KeyValueEngine {
-        try engines[0].open(path, options)
+        guard engines.count == 1 else { throw ValidationError("--engine \(name): name one engine (\(Self.allValueStrings.dropLast().joined(separator: ", ")))") }
+        return try engines[0].open(path, options)
     }
 }

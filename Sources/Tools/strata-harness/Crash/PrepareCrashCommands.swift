@@ -53,12 +53,19 @@ struct PrepareWriter: ParsableCommand {
                                                     shouldDisplay: false)
     @Option var engine: EngineChoice
     @Option var path: String
+    @Option(help: "After the first batch, wait (holding the store) until this file exists.") var holdUntil: String?
 
     func run() throws {
         let store = try Store(engine: try engine.open(path, EngineOptions(mode: .openExisting, durability: .full)))
         let counter = Counter()
+        let holdUntil = holdUntil
         try store.prepare(CrashItemV2.self, batchSize: 25) { progress in
-            say("batch \(counter.next()) \(progress.phase)")
+            let batch = counter.next()
+            say("batch \(batch) \(progress.phase)")
+            if batch == 1, let holdUntil {
+                let deadline = ContinuousClock.now + .seconds(120)
+                while !FileManager.default.fileExists(atPath: holdUntil) && ContinuousClock.now < deadline { usleep(10_000) }
+            }
         }.wait()
         say("finished")
     }

@@ -28,9 +28,18 @@ struct PrepareRaceTest: ParsableCommand {
                 let path = NSTemporaryDirectory() + "strata-prepare-race-\(kind.name)-\(getpid())"
                 defer { try? FileManager.default.removeItem(atPath: path) }
                 try PrepareCrashTest.makeStore(kind, path, records: records)
-                let first = try ChildProcess(["prepare-writer", "--engine", kind.name, "--path", path])
+                // On a single-process engine the first holds the store after its first batch until
+                // the second has been refused (else a first that finished before the second opened,
+                // on a loaded machine, would leave nothing to refuse).
+                let release = path + ".release"
+                let first = try ChildProcess(["prepare-writer", "--engine", kind.name, "--path", path] + (shared ? [] : ["--hold-until", release]))
+                defer { try? FileManager.default.removeItem(atPath: release) }
                 _ = first.waitForLines(1, seconds: 60)  // the first holds the store before the second starts
                 let second = try ChildProcess(["prepare-writer", "--engine", kind.name, "--path", path])
+                if !shared {
+                    _ = second.waitForExit(seconds: 300)
+                    _ = FileManager.default.createFile(atPath: release, contents: nil)
+                }
                 var survivors = [first, second]
                 if shared && round % 2 == 1 {
                     let victim = Bool.random(using: &random) ? first : second
