@@ -35,16 +35,17 @@ public struct ResolvedRange: Sendable, Hashable {
         self.upper = upper
     }
 
-    /// Whether `key` is at or above the lower bound.
-    @inline(__always)
+    /// Whether `key` is at or above the lower bound. Inlinable: the adapters' scans ask it of
+    /// every row (called across the module, a row of a record scan paid 40 instructions for it).
+    @inlinable @inline(__always)
     public func isAtOrAboveLower(_ key: UnsafeRawBufferPointer) -> Bool {
         guard let lower else { return true }
         let c = lower.key.withUnsafeBytes { Bytewise.compare(key, $0) }
         return lower.inclusive ? c >= 0 : c > 0
     }
 
-    /// Whether `key` is at or below the upper bound.
-    @inline(__always)
+    /// Whether `key` is at or below the upper bound (inlinable, as ``isAtOrAboveLower(_:)``).
+    @inlinable @inline(__always)
     public func isAtOrBelowUpper(_ key: UnsafeRawBufferPointer) -> Bool {
         guard let upper else { return true }
         let c = upper.key.withUnsafeBytes { Bytewise.compare(key, $0) }

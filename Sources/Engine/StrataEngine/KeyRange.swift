@@ -92,7 +92,9 @@ public enum Bytewise {
         a.withUnsafeBytes { x in b.withUnsafeBytes { y in compare(x, y) } }
     }
 
-    /// Bytewise comparison of two raw buffers (memcmp, then the shorter first).
+    /// Bytewise comparison of two raw buffers (memcmp, then the shorter first). Inlined: the
+    /// adapters' scans compare every row with their range's bound.
+    @inlinable @inline(__always)
     public static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = Swift.min(a.count, b.count)
         if n > 0 {

@@ -64,8 +64,7 @@ extension TransactionContext {
     ) throws {
         let order = order ?? query.defaultOrder
         var ranges = try checkedRanges(R.self, query)
-        let prefixLength = prefix(R.self).count
-        let sameFields = self.sameFields(R.self)
+        let layout = storedLayout(R.self)
         // The loop of ``scan(_:order:limit:_:)``, written out: through its closure a row cost 21
         // more instructions (callgrind, 909 to 930), 2% of a view scan.
         var remaining = limit ?? Int.max
@@ -74,7 +73,7 @@ extension TransactionContext {
         for range in ranges where remaining > 0 && !stopped {
             try reader.scan(range, reverse: order == .descending, limit: remaining == Int.max ? nil : remaining) { key, value in
                 remaining -= 1
-                if try !withView(R.self, key: key, value: value, prefixLength: prefixLength, sameFields: sameFields, body) { stopped = true }
+                if try !withView(R.self, key: key, value: value, layout: layout, body) { stopped = true }
                 return !stopped
             }
         }
@@ -84,16 +83,16 @@ extension TransactionContext {
     /// as a view.
     @inlinable
     func withView<R: Record, T>(
-        _: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int, sameFields: Set<UInt32>,
+        _: R.Type, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layout: StoredLayout,
         _ body: (RecordView<R>) throws -> T
     ) throws -> T {
-        guard key.count >= prefixLength else {
-            throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: \(key.count) bytes, shorter than its keyspace prefix (\(prefixLength))")
+        guard key.count >= layout.prefixLength else {
+            throw RecordError.corruptRecord(type: "\(R.self)", detail: "key: \(key.count) bytes, shorter than its keyspace prefix (\(layout.prefixLength))")
         }
-        let recordKey = UnsafeRawBufferPointer(rebasing: key[prefixLength...])
+        let recordKey = UnsafeRawBufferPointer(rebasing: key[layout.prefixLength...])
         return try withStoredFields(R.self, key: key, value: value) { version, bytes, offset in
             try body(RecordView(key: recordKey, fields: UnsafeRawBufferPointer(rebasing: bytes[offset...]), version: version,
-                                isCurrent: isCurrentVersion(R.self, version) || sameFields.contains(version)))
+                                isCurrent: layout.isCurrent(version)))
         }
     }
 }

@@ -77,7 +77,16 @@ case "insert-3-indexes-lmdb", "insert-3-indexes-leveldb":
     for start in stride(from: 0, to: count, by: 100) {
         try store.withTransaction { ctx in for i in start..<min(start + 100, count) { try ctx.insert(three(i)) } }
     }
-case "fetch", "fetch-memory", "scan-row", "view-row":
+case "engine-scan-row":
+    // The engine layer's own scan over the same pairs: the yardstick of the record scans.
+    try store.withTransaction { ctx in for i in 0..<stored { try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) } }
+    try store.engine.read { tx in
+        try tx.scan(.all, reverse: false, limit: count) { _, value in
+            total &+= value.count
+            return true
+        }
+    }
+case "fetch", "fetch-memory", "scan-row", "view-row", "foreach-row":
     try store.withTransaction { ctx in for i in 0..<stored { try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) } }
     try store.withReadTransaction { ctx in
         switch operation {
@@ -85,6 +94,14 @@ case "fetch", "fetch-memory", "scan-row", "view-row":
             for i in 0..<count { total += try ctx.fetch(Plain.self, key: EncodedIndexKey(bytes: KeyCodec.encode(i % stored)))!.age }
         case "scan-row":
             total = try ctx.select(Plain.self, limit: count).count
+        case "foreach-row":
+            // A materialized record per row, not collected: what `strata bench`'s record scans do.
+            var left = count
+            try ctx.forEach(Plain.self) { record in
+                total &+= record.age
+                left -= 1
+                return left > 0
+            }
         default:
             try ctx.forEachView(Plain.self, limit: count) { view in
                 var fields = view.fieldReader()

@@ -34,10 +34,9 @@ extension RecordIndex {
     @inlinable
     public func forEachView(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
                             _ body: (RecordView<R>) throws -> Bool) throws {
-        let prefixLength = ctx.prefix(R.self).count
-        let sameFields = ctx.sameFields(R.self)
+        let layout = ctx.storedLayout(R.self)
         try ctx.scanIndexRows(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, key, value in
-            try ctx.withView(R.self, key: key, value: value, prefixLength: prefixLength, sameFields: sameFields, body)
+            try ctx.withView(R.self, key: key, value: value, layout: layout, body)
         }
     }
 
