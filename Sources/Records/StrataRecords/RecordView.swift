@@ -64,7 +64,7 @@ extension TransactionContext {
     ) throws {
         let order = order ?? query.defaultOrder
         var ranges = try checkedRanges(R.self, query)
-        let layout = storedLayout(R.self)
+        let layout = try storedLayout(R.self)
         // The loop of ``scan(_:order:limit:_:)``, written out: through its closure a row cost 21
         // more instructions (callgrind, 909 to 930), 2% of a view scan.
         var remaining = limit ?? Int.max

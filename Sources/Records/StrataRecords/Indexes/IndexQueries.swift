@@ -34,7 +34,7 @@ extension RecordIndex {
     @inlinable
     public func forEachView(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
                             _ body: (RecordView<R>) throws -> Bool) throws {
-        let layout = ctx.storedLayout(R.self)
+        let layout = try ctx.storedLayout(R.self)
         try ctx.scanIndexRows(self, query, limit: limit, order: order ?? query.defaultOrder) { _, _, key, value in
             try ctx.withView(R.self, key: key, value: value, layout: layout, body)
         }

@@ -63,7 +63,7 @@ public struct KeyScanPlan<Root: Record>: RecordPlan {
             let key = keyspacePrefix + position
             ranges = ranges.map { order == .ascending ? $0.above(key) : $0.below(key) }
         }
-        let layout = ctx.storedLayout(Root.self)
+        let layout = try ctx.storedLayout(Root.self)
         try ctx.scan(ranges, order: order, limit: limit) { key, value in
             try body({ Array(key[keyspacePrefix.count...]) }, try ctx.decode(Root.self, key: key, value: value, layout: layout))
         }

@@ -78,7 +78,7 @@ extension TransactionContext {
     /// views; a key without a record is skipped.
     func forEachView<R: Record, Keys: Sequence<[UInt8]>>(_: R.Type, keys: Keys, _ body: (RecordView<R>) throws -> Bool) throws {
         let prefix = self.prefix(R.self)
-        let layout = storedLayout(R.self)
+        let layout = try storedLayout(R.self)
         for key in keys {
             var stop = false
             try scan([KeyRange.closed(prefix + key, prefix + key)], order: .ascending, limit: 1) { key, value in
