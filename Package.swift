@@ -239,7 +239,7 @@ let package = Package(
 
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataKeyCodecTests", dependencies: ["StrataKeyCodec", "StrataEngine", "StrataConformance"]),
-        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "StrataEncryption", "StrataCompression", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "StrataEtcd", "StrataEtcdCluster"]),
+        .testTarget(name: "StrataTests", dependencies: ["StrataRecords", "StrataEncryption", "StrataCompression", "CCRC32C", "StrataEngine", "StrataKeyCodec", "StrataBundledEngines", "StrataLMDB", "StrataLevelDB", "StrataSQLite", "StrataMemory", "StrataConformance", "StrataRecordConformance", "StrataEtcd", "StrataEtcdCluster"]),
         .testTarget(
             name: "StrataMacrosPluginTests",
             dependencies: ["StrataMacrosExpansion", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]

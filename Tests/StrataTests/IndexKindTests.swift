@@ -1,7 +1,9 @@
 import Foundation
 import StrataBundledEngines
 @_spi(StrataInternals) import StrataEngine
+import StrataConformance
 import StrataKeyCodec
+import StrataRecordConformance
 @testable import StrataRecords
 import Testing
 
@@ -80,7 +82,10 @@ struct TitledVariant<Variant: TitledIndexVariant>: Record, Equatable {
     init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); title = try fields.read() }
 }
 
-protocol TitledIndexVariant { static func index<R>() -> RecordIndex<TitledVariant<R>> }
+protocol TitledIndexVariant: SendableMetatype { static func index<R>() -> RecordIndex<TitledVariant<R>> }
+enum PlainLength: TitledIndexVariant {
+    static func index<R>() -> RecordIndex<TitledVariant<R>> { RecordIndex("byLength", LengthIndex("title", \.title)) }
+}
 enum UniqueLength: TitledIndexVariant {
     static func index<R>() -> RecordIndex<TitledVariant<R>> { RecordIndex("byLength", LengthIndex("title", \.title), unique: true) }
 }
@@ -115,6 +120,26 @@ struct IndexKindTests {
 
     static func byLength(_ model: [Int: String], _ matches: (Int) -> Bool) -> [Titled] {
         model.filter { matches($0.value.count) }.sorted { ($0.value.count, $0.key) < ($1.value.count, $1.key) }.map { Titled(id: $0.key, title: $0.value) }
+    }
+
+    /// The kit's cases for an index of any kind (`RecordConformance.indexKindCases`), given
+    /// the new kind: plain and unique, on every bundled engine.
+    static func kitCases<Variant: TitledIndexVariant>(_ index: RecordIndex<TitledVariant<Variant>>) -> [ConformanceCase] {
+        RecordConformance.indexKindCases(index, id: \.id, record: { id, random in
+            TitledVariant(id: id, title: String(repeating: "a", count: Int.random(in: 0..<12, using: &random)))
+        }, values: { [$0.title.count] }, universe: Array(0..<13))
+    }
+
+    @Test("the kit's index-kind cases pass with the new kind, plain and unique, on every bundled engine; a forgetful maintainer fails them",
+          arguments: BundledEngines.all.map(\.name))
+    func kitCasesPass(engine: String) async throws {
+        _ = lengthKindRegistered
+        let subject = EngineUnderTest(try #require(BundledEngines.named(engine)))
+        let cases = Self.kitCases(TitledVariant<PlainLength>.indexes[0]) + Self.kitCases(TitledVariant<UniqueLength>.indexes[0])
+        let report = await ConformanceSuite.run(subject, cases: cases)
+        #expect(report.failures.isEmpty && report.passed.count == 2, "\(report.description)")
+        let broken = await ConformanceSuite.run(subject, cases: Self.kitCases(TitledVariant<Forgetful>.indexes[0]))
+        #expect(broken.failures.count == 1, "the forgetful maintainer passed the kit's case: \(broken.description)")
     }
 
     @Test("random writes, deletes, clears and rolled-back transactions keep the new kind's index equal to a model; both verifications check it",
