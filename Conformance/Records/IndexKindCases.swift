@@ -3,7 +3,7 @@ import StrataRecords
 
 extension RecordConformance {
     /// The index cases for an index of any kind on a record type of your own: how a new kind of
-    /// index (an ``IndexMaintainer``, given to a ``RecordIndex``) shows that it keeps the same
+    /// index (an `IndexMaintainer`, given to a `RecordIndex`) shows that it keeps the same
     /// promises as the built-in kinds, on every engine the kit runs on.
     ///
     /// `R`'s key is one `Int`, read by `id`. `record(id, random)` makes a record with that key;
