@@ -64,6 +64,16 @@ struct Citizen: Record, Equatable, Sendable {
     var primaryKey: String { "\(country)/\(id)" }
 }
 
+/// `Citizen`'s keyspace written by a type that declares no index: its first write disables them.
+struct PlainCitizen: Record {
+    var citizen: Citizen
+    static let recordType = Citizen.recordType
+    func writeKey(to key: inout KeyWriter) { citizen.writeKey(to: &key) }
+    func writeFields(to fields: inout FieldWriter) { citizen.writeFields(to: &fields) }
+    init(_ citizen: Citizen) { self.citizen = citizen }
+    init(key: inout KeyReader, fields: inout FieldReader) throws { citizen = try Citizen(key: &key, fields: &fields) }
+}
+
 @Suite("Predicate queries: the planner, on every engine")
 struct PredicateQueryTests {
     typealias Variable = PredicateExpressions.Variable<Citizen>
@@ -305,6 +315,96 @@ struct PredicateQueryTests {
             == #"union of (index scan Citizen.byNameAge (name = "Jane"), a point read per entry | covering index scan Citizen.byAge (age = 3), records from the entries), a point read per key; filter (name == "Jane" && {Comparison<KeyPath<Variable<Citizen>, Double>, Value<Double>>}) || age == 3; sorted by id in memory"#)
         // A side that fixes nothing: no union.
         #expect(plan(#Predicate { $0.name == "Jane" || $0.score > 1 }).hasPrefix("key scan Citizen (every record); filter"))
+    }
+
+    @Test("while an index is being built, predicate queries read by the key with the same answers; paging begun then ends by the key",
+          arguments: TestEngines.all)
+    func duringBuild(kind: EngineKind) throws {
+        var rng = SeededGenerator(seed: 0xB11D)
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let engine = try kind.configuration(path: dir.path).open(EngineOptions())
+        defer { try? engine.close() }
+        let store = try Store(engine: engine)
+        var model: [String: Citizen] = [:]
+        try store.withTransaction { ctx in
+            for id in 0..<120 {
+                let c = Self.randomCitizen(&rng, id: id)
+                try ctx.insert(c)
+                model[c.primaryKey] = c
+            }
+        }
+        // A store whose type declares no index disables them; the next write declares them again,
+        // to be built: every value index is write-only.
+        let plain = PlainCitizen(Self.randomCitizen(&rng, id: 500)), written = Self.randomCitizen(&rng, id: 501)
+        try Store(engine: engine).withTransaction { ctx in try ctx.insert(plain) }
+        try store.withTransaction { ctx in try ctx.insert(written) }
+        model = try store.withReadTransaction { ctx in try Citizen.select(in: ctx) }.reduce(into: [:]) { $0[$1.primaryKey] = $1 }
+        #expect(throws: RecordError.indexNotReady(type: "Citizen", index: "byNameAge", state: .writeOnly)) {
+            try store.withReadTransaction { ctx in try Citizen.byNameAge.count(in: ctx) }
+        }
+        let name = model.values.first!.name, tag = model.values.first { !$0.tags.isEmpty }!.tags[0]
+        let predicates: [Predicate<Citizen>] = [
+            #Predicate { $0.name == name }, #Predicate { $0.tags.contains(tag) }, #Predicate { $0.age > 17 },
+            #Predicate { $0.nick == nil }, #Predicate { $0.name == name || $0.tags.contains(tag) || $0.country == "fr" },
+        ]
+        for predicate in predicates {
+            let query = Citizen.query(where: predicate, sortedBy: [.ascending(\.age)])
+            let expected = try model.values.filter { try predicate.evaluate($0) }.sorted { Self.inOrder($0, $1, [(0, false)]) }
+            #expect(!query.explain().hasPrefix("key scan"), "\(query.explain())")
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                let now = try query.explain(in: ctx)
+                #expect(now.hasPrefix("key scan Citizen (every record); filter"), "\(now)")
+                #expect(try query.select(in: ctx).map(\.primaryKey) == expected.map(\.primaryKey), "\(query.explain())")
+                #expect(try query.count(in: ctx) == expected.count)
+                #expect(try query.primaryKeys(in: ctx).count == expected.count)
+                var views = 0
+                try query.forEachView(in: ctx) { _ in views += 1; return true }
+                #expect(views == expected.count)
+            }
+            // A page read during the build, the build, then the rest: every record once, in order.
+            var token: PageToken?
+            var got: [String] = []
+            var built = false
+            repeat {
+                let page = try store.withReadTransaction { ctx in try query.page(in: ctx, limit: 5, after: token) }
+                got += page.records.map(\.primaryKey)
+                token = page.next
+                if !built {
+                    try store.prepare(Citizen.self).wait()
+                    built = true
+                }
+            } while token != nil
+            #expect(got == expected.map(\.primaryKey), "\(query.explain())")
+            // Built: the query reads its index again, with the same answer.
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                let now = try query.explain(in: ctx)
+                #expect(now.hasPrefix(query.explain() + "; "), "\(now)")
+                #expect(try query.select(in: ctx).map(\.primaryKey) == expected.map(\.primaryKey), "\(query.explain())")
+            }
+            // Undo the build for the next predicate.
+            try Store(engine: engine).withTransaction { ctx in try ctx.insert(plain) }
+            try store.withTransaction { ctx in try ctx.insert(written) }
+        }
+    }
+
+    @Test("explain(in:) counts the range's rows up to 1,000", arguments: [TestEngines.all[0]])
+    func explainCountsRows(kind: EngineKind) throws {
+        try withStore(kind) { store, _ in
+            try store.withTransaction { ctx in
+                for id in 0..<1_005 {
+                    try ctx.insert(Citizen(country: id < 3 ? "de" : "fr", id: id, name: "n\(id % 7)", age: id, nick: nil, tags: [], score: 0, active: true))
+                }
+            }
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                #expect(try Citizen.query(where: #Predicate { $0.country == "de" }).explain(in: ctx) == #"key scan Citizen (country = "de"); 3 rows in the range"#)
+                #expect(try Citizen.query(where: #Predicate { $0.country == "fr" }).explain(in: ctx) == #"key scan Citizen (country = "fr"); over 1000 rows in the range"#)
+                #expect(try Citizen.query(where: #Predicate { $0.age >= 1_000 && $0.active }).explain(in: ctx)
+                    == "covering index scan Citizen.byAge (age >= 1000), records from the entries; filter active == true; 5 rows in the range")
+                #expect(try Query<Citizen>(index: Citizen.byNameAge, .all.equal("n3")).explain(in: ctx)
+                    == #"index scan Citizen.byNameAge (name = "n3"), a point read per entry; 144 rows in the range"#)
+            }
+        }
     }
 
     @Test("strings compare as the key orders them: NFC and NFD spellings are different values", arguments: TestEngines.all)

@@ -37,6 +37,19 @@ public struct Query<R: Record>: Sendable {
         case .filter(let plan): try filter(plan)
         }
     }
+
+    @usableFromInline
+    init(held: HeldPlan) { self.held = held }
+
+    /// The query a page reads in `ctx`: a predicate query whose index is being built reads by the
+    /// key alone (``FilterPlan/readable(in:)``), and a page token continues the plan that made it
+    /// (a key position is no index position), so paging that began during a build ends as it began.
+    func reading(in ctx: TransactionContext, after token: PageToken?) throws -> Query {
+        guard case .filter(let plan) = held, let unindexed = plan.unindexed else { return self }
+        let byKey = Query(held: .filter(unindexed.plan))
+        if let token, token.query == byKey.fingerprint { return byKey }
+        return try plan.byKey(in: ctx) == nil ? self : byKey
+    }
     /// The conditions on the key, or with ``index`` on the index's components.
     @inlinable
     public var recordQuery: RecordQuery {
@@ -63,6 +76,27 @@ public struct Query<R: Record>: Sendable {
     /// Person.byCityAge (city = "Paris", age > 30), a point read per entry`, `covering index scan
     /// Person.byAge (age >= 45), records from the entries`.
     public func explain() -> String { plan.description }
+
+    /// The most rows ``explain(in:)`` counts in a range.
+    static var explainedRows: Int { 1_000 }
+
+    /// What a read in `ctx` runs, in one line, and how many rows the range it reads holds, counted
+    /// up to 1,000 (a multi-valued index counts entries; a filter may keep fewer):
+    /// `index scan Person.byCity (city = "Paris"), a point read per entry; filter age > 30; 212 rows
+    /// in the range`. Unlike ``explain()``, it says when a predicate query reads by the key because
+    /// an index it would read is being built.
+    public func explain(in ctx: TransactionContext) throws -> String {
+        let plan: any RecordPlan<R>, range: any RecordPlan<R>
+        switch held {
+        case .key(let key): (plan, range) = (key, key)
+        case .index(let index): (plan, range) = (index, index)
+        case .filter(let filter):
+            let readable = try filter.readable(in: ctx)
+            (plan, range) = (readable, readable.access.plan)
+        }
+        let rows = try range.primaryKeys(in: ctx, limit: Self.explainedRows + 1, order: .ascending).count
+        return plan.description + (rows > Self.explainedRows ? "; over \(Self.explainedRows) rows in the range" : "; \(rows) rows in the range")
+    }
 
     /// The order used when none is given: nearest first on the key or an index; a predicate
     /// query's own order (its sort's, or its range's), ascending.
@@ -121,16 +155,17 @@ public struct Query<R: Record>: Sendable {
         var records: [R] = []
         records.reserveCapacity(Swift.min(limit, 1_024))
         var lastKey: [UInt8]?
-        let position = try token?.position(for: self, in: ctx, order: order)
+        let query = try reading(in: ctx, after: token)
+        let position = try token?.position(for: query, in: ctx, order: order)
         func visit(_ key: () -> [UInt8], _ record: R) -> Bool {
             records.append(record)
             if records.count == limit { lastKey = key() }
             return true
         }
-        try run({ try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
-                { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
-                filter: { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) })
-        let next = try lastKey.map { PageToken(self, store: try ctx.storeIdentity(), order: order, position: $0) }
+        try query.run({ try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
+                      { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) },
+                      filter: { try $0.scanRecords(in: ctx, order: order, after: position, limit: limit, visit) })
+        let next = try lastKey.map { PageToken(query, store: try ctx.storeIdentity(), order: order, position: $0) }
         return Page(records: records, next: next)
     }
 
@@ -187,7 +222,7 @@ public struct PageToken: Codable, Sendable, Hashable {
     /// The index the query reads; absent for the key.
     private let index: String?
     /// CRC-32C of the query's key ranges: a token continues only the query that made it.
-    private let query: UInt32
+    fileprivate let query: UInt32
     private let descending: Bool
     /// The last key returned, without the keyspace prefix (on an index: the last entry's key
     /// without the index's prefix).

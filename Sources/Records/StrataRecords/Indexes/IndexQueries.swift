@@ -311,6 +311,17 @@ extension TransactionContext {
         return count
     }
 
+    /// Whether `index` can be queried in this transaction: readable, or being built with the
+    /// generation it replaces standing in (as ``indexSource(_:_:totals:)`` reads it).
+    @usableFromInline
+    func isQueryable<R: Record>(_ index: RecordIndex<R>) throws -> Bool {
+        let indexes = try prepare(R.self)
+        for i in indexes.indices where indexes[i].name == index.name {
+            return indexes[i].state == .readable || indexes[i].previous != nil
+        }
+        return true  // not declared: the read throws what an undeclared index throws
+    }
+
     /// Where the entries of `index` are read, after the checks every index query makes: declared,
     /// readable (or standing in for by a previous generation), and `query` (when given) of the
     /// index's shape. Record queries read an index of entries, ``RecordIndex/total(in:_:)`` one of

@@ -16,6 +16,15 @@ enum AccessPlan<R: Record>: Sendable {
         }
     }
 
+    /// The indexes the read takes entries from.
+    @usableFromInline var indexes: [RecordIndex<R>] {
+        switch self {
+        case .key: []
+        case .index(let plan): [plan.scanned]
+        case .union(let plan): plan.branches.flatMap(\.indexes)
+        }
+    }
+
     @inlinable
     func scanRecords(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
                      _ body: (_ position: () -> [UInt8], R) throws -> Bool) throws {
@@ -49,6 +58,9 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     let orderNote: String?
     /// An index of totals that answers ``count(in:)`` (the predicate selects its groups exactly).
     var countedBy: TotalsCount<Root>?
+    /// The same predicate read by the key alone: what reads take while an index this plan reads
+    /// is being built (``readable(in:)``); `nil` when the plan reads no index.
+    @usableFromInline var unindexed: UnindexedPlan<Root>?
 
     init(access: AccessPlan<Root>, residual: PredicateTerm<Root>?, sort: [SortField<Root>], accessOrder: Order, orderNote: String?) {
         (self.access, self.residual, self.sort, self.accessOrder, self.orderNote) = (access, residual, sort, accessOrder, orderNote)
@@ -80,6 +92,19 @@ public struct FilterPlan<Root: Record>: RecordPlan {
         return plan.description
     }
 
+    /// The plan every read in `ctx` runs: this one, or, while an index it reads cannot be queried
+    /// (being built, with no earlier generation standing in), the plan of the key alone, so a
+    /// predicate query is answered whatever state its type's indexes are in.
+    public func readable(in ctx: TransactionContext) throws -> FilterPlan<Root> { try byKey(in: ctx) ?? self }
+
+    /// The plan of the key alone when this one cannot read in `ctx`; `nil` when it can.
+    @inlinable
+    func byKey(in ctx: TransactionContext) throws -> FilterPlan<Root>? {
+        guard let unindexed else { return nil }
+        for index in access.indexes where try !ctx.isQueryable(index) { return unindexed.plan }
+        return nil
+    }
+
     /// The range's order for a read in `order` (descending reverses the query's order).
     @inlinable
     func rangeOrder(_ order: Order) -> Order {
@@ -89,13 +114,15 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     /// The matching records, at most `limit`, in the query's order (reversed by `.descending`).
     @inlinable
     public func select(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [Root] {
-        try scannedRecords(in: ctx, limit: limit, order: order)
+        if let byKey = try byKey(in: ctx) { return try byKey.select(in: ctx, limit: limit, order: order) }
+        return try scannedRecords(in: ctx, limit: limit, order: order)
     }
 
     /// How many records match (entries, when the range is a multi-valued index and nothing else is
     /// checked). When an index of totals selects the same records (``AggregateIndex``), its groups'
     /// counts are read instead (one read per group), unless it is still being built.
     public func count(in ctx: TransactionContext) throws -> Int {
+        if let byKey = try byKey(in: ctx) { return try byKey.count(in: ctx) }
         if let countedBy {
             do {
                 return try countedBy.index.totalCount(in: ctx, countedBy.query)
@@ -113,12 +140,14 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     /// Visits the matching records in order.
     @inlinable
     public func forEach(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (Root) throws -> Bool) throws {
+        if let byKey = try byKey(in: ctx) { return try byKey.forEach(in: ctx, limit: limit, order: order, body) }
         try forEachScanned(in: ctx, limit: limit, order: order, body)
     }
 
     /// Visits the matching records as views. With a filter, each record read is decoded to be
     /// checked; with an in-memory sort, each record is read again by key, in order.
     public func forEachView(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (RecordView<Root>) throws -> Bool) throws {
+        if let byKey = try byKey(in: ctx) { return try byKey.forEachView(in: ctx, limit: limit, order: order, body) }
         if limit == 0 { return }
         if sort.isEmpty {
             if residual == nil { return try access.plan.forEachView(in: ctx, limit: limit, order: rangeOrder(order), body) }
@@ -135,6 +164,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
 
     /// The primary keys of the matching records, in order.
     public func primaryKeys(in ctx: TransactionContext, limit: Int?, order: Order) throws -> [EncodedIndexKey] {
+        if let byKey = try byKey(in: ctx) { return try byKey.primaryKeys(in: ctx, limit: limit, order: order) }
         if residual == nil && sort.isEmpty { return try access.plan.primaryKeys(in: ctx, limit: limit, order: rangeOrder(order)) }
         var keys: [EncodedIndexKey] = []
         try scanRecords(in: ctx, order: order, after: nil, limit: limit) { _, record in
@@ -152,6 +182,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     @inlinable
     public func scanRecords(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
                             _ body: (_ position: () -> [UInt8], Root) throws -> Bool) throws {
+        if let byKey = try byKey(in: ctx) { return try byKey.scanRecords(in: ctx, order: order, after: position, limit: limit, body) }
         if limit == 0 { return }
         guard sort.isEmpty else { return try sortedScan(in: ctx, order: order, after: position, limit: limit, body) }
         var remaining = limit ?? Int.max
@@ -183,6 +214,13 @@ public struct FilterPlan<Root: Record>: RecordPlan {
         }
         for (key, record) in best.sorted() where try !body({ key }, record) { return }
     }
+}
+
+/// A ``FilterPlan`` held by reference, so that a plan can hold another (its plan by the key alone).
+@usableFromInline
+final class UnindexedPlan<Root: Record>: Sendable {
+    @usableFromInline let plan: FilterPlan<Root>
+    init(_ plan: FilterPlan<Root>) { self.plan = plan }
 }
 
 /// The best `limit` (or all) entries by `before`, with their sort keys.

@@ -9,9 +9,14 @@ import StrataKeyCodec
 /// a tie (no point read per record), then a covering index. With no candidate fixing anything, a
 /// range whose order gives the sort is taken (so a limit stops the read early), else the whole key.
 /// Terms the range answers exactly are dropped from the filter; everything else stays in it.
+///
+/// A plan that reads an index carries the plan of the key alone, which its reads take instead
+/// while an index it reads is being built (``FilterPlan/readable(in:)``).
 struct Planner<R: Record> {
     let conjuncts: [PredicateTerm<R>]
     let sort: [SortField<R>]
+    /// Whether value indexes are candidates (else the key alone).
+    var indexed = true
 
     /// One way to read: the components of the key or of an index, in order, by key path.
     private struct Candidate {
@@ -37,6 +42,11 @@ struct Planner<R: Record> {
     func plan() -> FilterPlan<R> {
         var plan = readPlan()
         plan.countedBy = totals()
+        if indexed && !plan.access.indexes.isEmpty {
+            var keyOnly = self
+            keyOnly.indexed = false
+            plan.unindexed = UnindexedPlan(keyOnly.plan())
+        }
         return plan
     }
 
@@ -60,7 +70,7 @@ struct Planner<R: Record> {
 
     private func readPlan() -> FilterPlan<R> {
         var candidates = [keyCandidate()]
-        for index in R.indexes where index.kind == IndexKinds.value {
+        for index in R.indexes where indexed && index.kind == IndexKinds.value {
             candidates.append(Candidate(
                 access: { .index(IndexScanPlan(index, $0)) }, keyPaths: index.components.map(\.keyPath),
                 multiValued: index.components.map(\.isMultiValued), typeIDs: index.components.map(\.typeID), isKey: false,
