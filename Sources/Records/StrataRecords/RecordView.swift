@@ -32,6 +32,7 @@ public struct RecordView<R: Record> {
     public func fieldReader() -> FieldReader { FieldReader(fields) }
 
     /// The whole record, decoded (or migrated from an older version).
+    @inlinable
     public func record() throws -> R {
         var keyReader = keyReader()
         var fieldReader = fieldReader()

@@ -20,6 +20,7 @@ struct Plain: Record {
     func writeKey(to key: inout KeyWriter) { key.append(id) }
     func writeFields(to fields: inout FieldWriter) { fields.write(name); fields.write(age) }
     init(key: inout KeyReader, fields: inout FieldReader) throws { id = try key.read(); name = try fields.read(); age = try fields.read() }
+    static var storedKeyPaths: [String: PartialKeyPath<Plain>] { ["id": \.id, "name": \.name, "age": \.age] }
 }
 
 struct OneIndex: Record {
@@ -84,6 +85,18 @@ case "engine-scan-row":
         try tx.scan(.all, reverse: false, limit: count) { _, value in
             total &+= value.count
             return true
+        }
+    }
+case "filter-reject-row", "filter-select-row":
+    // A predicate query over the first `count` keys whose filter (on a field no index has)
+    // rejects every row, or keeps every row.
+    try store.withTransaction { ctx in for i in 0..<stored { try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) } }
+    let end = count
+    try store.withReadTransaction { ctx in
+        if operation == "filter-reject-row" {
+            total = try Plain.count(in: ctx, where: #Predicate { $0.id < end && $0.name == "nobody" })
+        } else {
+            total = try Plain.select(in: ctx, where: #Predicate { $0.id < end && $0.age >= 0 }).count
         }
     }
 case "fetch", "fetch-memory", "scan-row", "view-row", "foreach-row":

@@ -8,7 +8,7 @@ enum AccessPlan<R: Record>: Sendable {
     case index(IndexScanPlan<R>)
     case union(UnionPlan<R>)
 
-    var plan: any RecordPlan<R> {
+    @usableFromInline var plan: any RecordPlan<R> {
         switch self {
         case .key(let plan): plan
         case .index(let plan): plan
@@ -34,6 +34,40 @@ enum AccessPlan<R: Record>: Sendable {
         case .union(let plan): try plan.scanRecords(in: ctx, order: order, after: position, limit: limit, body)
         }
     }
+
+    /// ``scanRecords(in:order:after:limit:_:)`` with each record lent as a view, not decoded: what
+    /// a filter reads first (``ViewFilter``). The position is as there.
+    @inlinable
+    func scanViews(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
+                   _ body: (_ position: () -> [UInt8], RecordView<R>) throws -> Bool) throws {
+        let layout = try ctx.storedLayout(R.self)
+        switch self {
+        case .key(let plan):
+            var ranges = try ctx.checkedRanges(R.self, plan.recordQuery)
+            if let position {
+                let key = ctx.prefix(R.self) + position
+                ranges = ranges.map { order == .ascending ? $0.above(key) : $0.below(key) }
+            }
+            try ctx.scan(ranges, order: order, limit: limit) { key, value in
+                try ctx.withView(R.self, key: key, value: value, layout: layout) { view in try body({ Array(view.key) }, view) }
+            }
+        case .index(let plan):
+            try ctx.scanIndexRows(plan.scanned, plan.recordQuery, limit: limit, order: order, after: position) { entry, _, key, value in
+                try ctx.withView(R.self, key: key, value: value, layout: layout) { view in try body({ Array(entry) }, view) }
+            }
+        case .union(let plan):
+            let keys = try plan.keys(in: ctx, order: order).lazy.filter { key in
+                guard let position else { return true }
+                let c = Bytewise.compare(key, position)
+                return order == .ascending ? c > 0 : c < 0
+            }
+            var remaining = limit ?? .max
+            try ctx.forEachView(R.self, keys: keys) { view in
+                remaining -= 1
+                return try body({ Array(view.key) }, view) && remaining > 0
+            }
+        }
+    }
 }
 
 /// A predicate query's plan (``Query/init(where:sortedBy:)``): a range of the key or of an index
@@ -50,6 +84,8 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     @usableFromInline let access: AccessPlan<Root>
     /// What the range does not answer exactly; `nil` when it answers the whole predicate.
     @usableFromInline let residual: PredicateTerm<Root>?
+    /// ``residual`` as views evaluate it, before a record is decoded.
+    @usableFromInline let viewFilter: ViewFilter<Root>?
     /// The sort done in memory; empty when the range's order gives the records in the order asked.
     @usableFromInline let sort: [SortField<Root>]
     /// The range's order that gives the records in the order asked (ascending: the query's).
@@ -64,6 +100,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
 
     init(access: AccessPlan<Root>, residual: PredicateTerm<Root>?, sort: [SortField<Root>], accessOrder: Order, orderNote: String?) {
         (self.access, self.residual, self.sort, self.accessOrder, self.orderNote) = (access, residual, sort, accessOrder, orderNote)
+        viewFilter = residual.map { ViewFilter($0) }
     }
 
     /// The index the range reads; `nil` for the key.
@@ -121,20 +158,31 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     /// How many records match (entries, when the range is a multi-valued index and nothing else is
     /// checked). When an index of totals selects the same records (``AggregateIndex``), its groups'
     /// counts are read instead (one read per group), unless it is still being built.
+    @inlinable
     public func count(in ctx: TransactionContext) throws -> Int {
         if let byKey = try byKey(in: ctx) { return try byKey.count(in: ctx) }
-        if let countedBy {
-            do {
-                return try countedBy.index.totalCount(in: ctx, countedBy.query)
-            } catch RecordError.indexNotReady {}  // being built: count the records
-        }
-        if residual == nil { return try access.plan.count(in: ctx) }
+        if let total = try countFromTotals(in: ctx) { return total }
+        guard let viewFilter else { return try access.plan.count(in: ctx) }
         var n = 0
-        try access.scanRecords(in: ctx, order: .ascending, after: nil, limit: nil) { _, record in
-            if try residual?.matches(record) != false { n += 1 }
+        var scratch = KeyWriter(capacity: 32)
+        var record: Root?
+        try access.scanViews(in: ctx, order: .ascending, after: nil, limit: nil) { _, view in
+            record = nil
+            if try viewFilter.matches(view, record: &record, scratch: &scratch) { n += 1 }
             return true
         }
         return n
+    }
+
+    /// The count ``countedBy`` reads; `nil` without one, or while it is being built.
+    @usableFromInline
+    func countFromTotals(in ctx: TransactionContext) throws -> Int? {
+        guard let countedBy else { return nil }
+        do {
+            return try countedBy.index.totalCount(in: ctx, countedBy.query)
+        } catch RecordError.indexNotReady {
+            return nil  // being built: count the records
+        }
     }
 
     /// Visits the matching records in order.
@@ -144,16 +192,21 @@ public struct FilterPlan<Root: Record>: RecordPlan {
         try forEachScanned(in: ctx, limit: limit, order: order, body)
     }
 
-    /// Visits the matching records as views. With a filter, each record read is decoded to be
-    /// checked; with an in-memory sort, each record is read again by key, in order.
+    /// Visits the matching records as views. A filter reads each view in place where it can
+    /// (``ViewFilter``), else decodes it; with an in-memory sort, each record is read again by key,
+    /// in order.
+    @inlinable
     public func forEachView(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (RecordView<Root>) throws -> Bool) throws {
         if let byKey = try byKey(in: ctx) { return try byKey.forEachView(in: ctx, limit: limit, order: order, body) }
         if limit == 0 { return }
         if sort.isEmpty {
-            if residual == nil { return try access.plan.forEachView(in: ctx, limit: limit, order: rangeOrder(order), body) }
+            guard let viewFilter else { return try access.plan.forEachView(in: ctx, limit: limit, order: rangeOrder(order), body) }
             var remaining = limit ?? Int.max
+            var scratch = KeyWriter(capacity: 32)
+            var record: Root?
             try access.plan.forEachView(in: ctx, limit: nil, order: rangeOrder(order)) { view in
-                guard try residual?.matches(view.record()) != false else { return true }
+                record = nil
+                guard try viewFilter.matches(view, record: &record, scratch: &scratch) else { return true }
                 remaining -= 1
                 return try body(view) && remaining > 0
             }
@@ -185,12 +238,18 @@ public struct FilterPlan<Root: Record>: RecordPlan {
         if let byKey = try byKey(in: ctx) { return try byKey.scanRecords(in: ctx, order: order, after: position, limit: limit, body) }
         if limit == 0 { return }
         guard sort.isEmpty else { return try sortedScan(in: ctx, order: order, after: position, limit: limit, body) }
+        guard let viewFilter else { return try access.scanRecords(in: ctx, order: rangeOrder(order), after: position, limit: limit, body) }
         var remaining = limit ?? Int.max
-        try access.scanRecords(in: ctx, order: rangeOrder(order), after: position, limit: residual == nil ? limit : nil) { at, record in
-            if let residual, try !residual.matches(record) { return true }
+        var scratch = KeyWriter(capacity: 32)
+        // Each row read as a view first: a row the filter rejects is never decoded.
+        var record: Root?
+        try access.scanViews(in: ctx, order: rangeOrder(order), after: position, limit: nil) { at, view in
+            record = nil
+            guard try viewFilter.matches(view, record: &record, scratch: &scratch) else { return true }
+            let matched = try record ?? view.record()
             remaining -= 1
-            // The position is lent on, not kept: `body` gets it as `scanRecords` gave it.
-            return try withoutActuallyEscaping(at) { try body($0, record) } && remaining > 0
+            // The position is lent on, not kept: `body` gets it as `scanViews` gave it.
+            return try withoutActuallyEscaping(at) { try body($0, matched) } && remaining > 0
         }
     }
 
@@ -205,8 +264,12 @@ public struct FilterPlan<Root: Record>: RecordPlan {
             return descending ? c > 0 : c < 0
         }
         var best = BoundedHeap<Root>(limit: limit, before: before)
-        try access.scanRecords(in: ctx, order: .ascending, after: nil, limit: nil) { _, record in
-            guard try residual?.matches(record) != false else { return true }
+        var scratch = KeyWriter(capacity: 32)
+        var matched: Root?
+        try access.scanViews(in: ctx, order: .ascending, after: nil, limit: nil) { _, view in
+            matched = nil
+            if let viewFilter, try !viewFilter.matches(view, record: &matched, scratch: &scratch) { return true }
+            let record = try matched ?? view.record()
             let key = sortKey(record, sort)
             if let position, !before(position, key) { return true }
             best.insert(key, record)

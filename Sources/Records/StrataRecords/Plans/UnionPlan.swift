@@ -24,6 +24,7 @@ public struct UnionPlan<Root: Record>: RecordPlan {
     }
 
     /// The distinct primary keys the ranges read, in `order`.
+    @usableFromInline
     func keys(in ctx: TransactionContext, order: Order) throws -> [[UInt8]] {
         var keys = Set<[UInt8]>()
         for branch in branches {
@@ -76,6 +77,7 @@ public struct UnionPlan<Root: Record>: RecordPlan {
 extension TransactionContext {
     /// Visits the records with these keys (without the keyspace prefix), in the order given, as
     /// views; a key without a record is skipped.
+    @usableFromInline
     func forEachView<R: Record, Keys: Sequence<[UInt8]>>(_: R.Type, keys: Keys, _ body: (RecordView<R>) throws -> Bool) throws {
         let prefix = self.prefix(R.self)
         let layout = try storedLayout(R.self)

@@ -79,6 +79,9 @@ struct PropertyReference<R>: @unchecked Sendable {
     /// Calls `visit` with the key encoding of each value of the property in a record (one for a
     /// plain property, each element for a collection) until it returns `true`; returns whether it did.
     let encode: (R, ([UInt8]) -> Bool) -> Bool
+    /// The stored format of the property's type (of the collection, for elements): a view reads
+    /// the property in place only from a field stored in it (``ViewFilter``).
+    var fieldFormat: String? = nil
 }
 
 /// A predicate as the planner reads it (see the top of this file).
@@ -225,6 +228,17 @@ extension PredicateExpressions.NilLiteral: ConstantExpression {
     var constant: Any { Optional<Wrapped>.none as Any }
 }
 
+/// A negative literal: `#Predicate { $0.age > -10 }` negates the value 10.
+extension PredicateExpressions.UnaryMinus: ConstantExpression where Wrapped: ConstantExpression {
+    var constant: Any {
+        guard let value = wrapped.constant as? Wrapped.Output else { return NotAConstant() }
+        return -value
+    }
+}
+
+/// What a constant expression gives when it cannot be computed: encodes as no property's value.
+private struct NotAConstant {}
+
 /// A type whose key encoding orders and equates as Swift's `<` and `==` do.
 protocol OrderedAsSwift: KeyComponent {}
 extension Int: OrderedAsSwift {}
@@ -252,15 +266,17 @@ extension OrderedAsSwift {
 
     static func reference<R>(_ keyPath: AnyKeyPath, name: String) -> PropertyReference<R>? {
         guard let keyPath = keyPath as? KeyPath<R, Self> else { return nil }
-        return PropertyReference(keyPath: keyPath, name: name, typeID: ObjectIdentifier(Self.self)) { record, visit in
+        var reference: PropertyReference<R> = PropertyReference(keyPath: keyPath, name: name, typeID: ObjectIdentifier(Self.self)) { record, visit in
             var writer = KeyWriter(capacity: 16)
             writer.append(record[keyPath: keyPath])
             return visit(writer.bytes)
         }
+        reference.fieldFormat = (Self.self as? any FieldValue.Type)?.fieldFormat.descriptor
+        return reference
     }
 
     static func elementsReference<R, C: Sequence>(_ keyPath: KeyPath<R, C>, name: String) -> PropertyReference<R>? {
-        PropertyReference(keyPath: keyPath, name: name, typeID: ObjectIdentifier(Self.self)) { record, visit in
+        var reference: PropertyReference<R> = PropertyReference(keyPath: keyPath, name: name, typeID: ObjectIdentifier(Self.self)) { record, visit in
             for element in record[keyPath: keyPath] {
                 guard let element = element as? Self else { continue }
                 var writer = KeyWriter(capacity: 16)
@@ -269,6 +285,8 @@ extension OrderedAsSwift {
             }
             return false
         }
+        reference.fieldFormat = (C.self as? any FieldValue.Type)?.fieldFormat.descriptor
+        return reference
     }
 }
 
