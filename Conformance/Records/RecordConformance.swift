@@ -20,8 +20,10 @@ public enum RecordConformance {
     /// `changefeed/…` (the change feed: exactly the committed transactions, tokens, retention) and
     /// `migration/…` (schema versions across a reopen: explicit bumps always migrate) and `codable/…`
     /// (plain `Codable` records in every value format, typed queries by `id`, key-path indexes)
-    /// and `generated-keys/…` (auto-increment keys).
-    public static let cases: [ConformanceCase] = IndexCases.all + AggregateCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all + CodableRecordCases.all + GeneratedKeyCases.all
+    /// and `generated-keys/…` (auto-increment keys) and `planner/…` (predicate queries: every plan
+    /// the planner chooses answers as Foundation's `evaluate`, an index being built included).
+    public static let cases: [ConformanceCase] = IndexCases.all + AggregateCases.all + EdgeValueCases.all + ChangeFeedCases.all + MigrationCases.all
+        + CodableRecordCases.all + GeneratedKeyCases.all + PlannerCases.all
 
     /// ``cases``, their stores opened with the value transforms `transforms` (encryption,
     /// compression): everything the cases check must hold with the values transformed.
