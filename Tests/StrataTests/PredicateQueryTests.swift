@@ -388,6 +388,43 @@ struct PredicateQueryTests {
         }
     }
 
+    @Test("min and max are the first and last entries a query selects: per group, optional (nil first) and multi-valued, on every engine",
+          arguments: TestEngines.all)
+    func minAndMax(kind: EngineKind) throws {
+        var rng = SeededGenerator(seed: 0x313)
+        let citizens = (0..<150).map { Self.randomCitizen(&rng, id: $0) }
+        // Primary-key order: country's bytes, then id.
+        func keyBefore(_ a: Citizen, _ b: Citizen) -> Bool {
+            a.country == b.country ? a.id < b.id : Array(a.country.utf8).lexicographicallyPrecedes(b.country.utf8)
+        }
+        func nickBefore(_ a: String?, _ b: String?) -> Bool {
+            guard let b else { return false }
+            guard let a else { return true }
+            return Array(a.utf8).lexicographicallyPrecedes(b.utf8)
+        }
+        try withStore(kind) { store, _ in
+            try store.withTransaction { ctx in for c in citizens { try ctx.insert(c) } }
+            try store.withReadTransaction { (ctx: TransactionContext) throws in
+                for name in Self.names {
+                    let group = citizens.filter { $0.name == name }
+                    let least = group.min { $0.age < $1.age || ($0.age == $1.age && keyBefore($0, $1)) }
+                    let most = group.max { $0.age < $1.age || ($0.age == $1.age && keyBefore($0, $1)) }
+                    #expect(try Citizen.byNameAge.min(in: ctx, .all.equal(name))?.primaryKey == least?.primaryKey, "min age of \(name)")
+                    #expect(try Citizen.byNameAge.max(in: ctx, .all.equal(name))?.primaryKey == most?.primaryKey, "max age of \(name)")
+                }
+                let nicks = citizens.sorted { nickBefore($0.nick, $1.nick) || ($0.nick == $1.nick && keyBefore($0, $1)) }
+                #expect(try Citizen.byNick.min(in: ctx)?.primaryKey == nicks.first?.primaryKey)
+                #expect(try Citizen.byNick.min(in: ctx)?.nick == nil)
+                #expect(try Citizen.byNick.max(in: ctx)?.primaryKey == nicks.last?.primaryKey)
+                let tags = citizens.flatMap { c in c.tags.map { ($0, c) } }
+                    .sorted { Array($0.0.utf8).lexicographicallyPrecedes($1.0.utf8) || ($0.0 == $1.0 && keyBefore($0.1, $1.1)) }
+                #expect(try Citizen.byTag.min(in: ctx)?.primaryKey == tags.first?.1.primaryKey)
+                #expect(try Citizen.byTag.max(in: ctx)?.primaryKey == tags.last?.1.primaryKey)
+                #expect(try Citizen.byNameAge.min(in: ctx, .all.equal("nobody")) == nil)
+            }
+        }
+    }
+
     @Test("explain(in:) counts the range's rows up to 1,000", arguments: [TestEngines.all[0]])
     func explainCountsRows(kind: EngineKind) throws {
         try withStore(kind) { store, _ in

@@ -21,6 +21,27 @@ extension RecordIndex {
         return records
     }
 
+    /// The record with the smallest value among those `query` selects: the first entry in index
+    /// order (one seek, one entry), as SQL's `MIN` served by an index. "Value" is the index's
+    /// first component the query leaves open, by its key encoding (`nil` first; strings by
+    /// Unicode scalars); among equal values, the smallest primary key. `nil` when none matches.
+    ///
+    /// ```swift
+    /// let coldest = try Reading.bySensorCelsius.min(in: ctx, .all.equal(4))   // sensor 4's coldest reading
+    /// ```
+    @inlinable
+    public func min(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> R? {
+        try select(in: ctx, query, limit: 1, order: .ascending).first
+    }
+
+    /// The record with the largest value among those `query` selects: the last entry in index
+    /// order (one seek, one entry), as SQL's `MAX` served by an index; among equal values, the
+    /// largest primary key. `nil` when none matches. See ``min(in:_:)``.
+    @inlinable
+    public func max(in ctx: TransactionContext, _ query: RecordQuery = .all) throws -> R? {
+        try select(in: ctx, query, limit: 1, order: .descending).first
+    }
+
     /// Visits the matching records one at a time; `body` returns `false` to stop.
     @inlinable
     public func forEach(in ctx: TransactionContext, _ query: RecordQuery = .all, limit: Int? = nil, order: Order? = nil,
