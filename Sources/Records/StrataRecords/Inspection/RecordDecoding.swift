@@ -234,17 +234,44 @@ extension CatalogSnapshot {
     /// The entry keys an index of `definition` under `generation` calls for, computed from a
     /// decoded record without its Swift type; throws naming why not (a version whose fields the
     /// catalog does not describe, a component that is not a stored field or a key component, or
-    /// whose format has no key encoding).
+    /// whose format has no key encoding). An index of totals calls for its groups' keys instead:
+    /// ``totalGroups(of:generation:keyspace:name:record:keyLayout:)``.
     static func entries(of definition: IndexDefinition, generation: Int, keyspace: String, name: String, record: DecodedRecord,
                         keyLayout: [(name: String, type: String)], primaryKey: UnsafeRawBufferPointer) throws(IndexUnverifiable) -> [[UInt8]] {
-        if record.undescribed != nil {
-            throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
-        }
         if AggregateKinds.keepTotals(definition.kind) {
-            throw IndexUnverifiable(reason: "index of totals (\(definition.kind)): its totals are recomputed by verifyIndexes, which has the Swift type")
+            throw IndexUnverifiable(reason: "index of totals (\(definition.kind)): it holds totals per group, not entries")
         }
         guard let reading = IndexKinds.reading(definition.kind) else {
             throw IndexUnverifiable(reason: "index kind \(definition.kind) is not registered (IndexKinds): its entries come from Swift code only")
+        }
+        return try componentKeys(of: definition, generation: generation, keyspace: keyspace, name: name, record: record, keyLayout: keyLayout,
+                                 reading: reading).map { $0 + primaryKey }
+    }
+
+    /// The groups of an index of totals (kind `count` or `sum:field`) a record belongs to (each
+    /// once: a multi-valued component counts a distinct element once), and the amount it adds to
+    /// each: 0 for a count, the summed field's value for a sum (RecordFormat.md, "Totals").
+    static func totalGroups(of definition: IndexDefinition, generation: Int, keyspace: String, name: String, record: DecodedRecord,
+                            keyLayout: [(name: String, type: String)]) throws(IndexUnverifiable) -> (groups: [[UInt8]], amount: Int64) {
+        var amount: Int64 = 0
+        if definition.kind.hasPrefix(AggregateKinds.sum) {
+            let field = String(definition.kind.dropFirst(AggregateKinds.sum.count))
+            guard case .int(let value)? = record.value(named: field, keyLayout: keyLayout) else {
+                throw IndexUnverifiable(reason: "the summed field \(field) is not a signed integer field the catalog describes")
+            }
+            amount = value
+        }
+        let groups = try componentKeys(of: definition, generation: generation, keyspace: keyspace, name: name, record: record,
+                                       keyLayout: keyLayout, reading: { $0 })
+        return (groups, amount)
+    }
+
+    /// The index's prefix followed by each combination of the record's component values (one per
+    /// distinct element of a multi-valued component), as `reading` gives them.
+    private static func componentKeys(of definition: IndexDefinition, generation: Int, keyspace: String, name: String, record: DecodedRecord,
+                                      keyLayout: [(name: String, type: String)], reading: IndexKinds.CatalogReading) throws(IndexUnverifiable) -> [[UInt8]] {
+        if record.undescribed != nil {
+            throw IndexUnverifiable(reason: "records of version \(record.version) have no field layout in the catalog")
         }
         var combinations: [[UInt8]] = [SystemKey.indexEntries(keyspace: keyspace, name: name, generation: generation)]
         for component in definition.components {
@@ -271,7 +298,7 @@ extension CatalogSnapshot {
             }
             combinations = combinations.flatMap { head in encodings.map { head + $0 } }
         }
-        return combinations.map { $0 + primaryKey }
+        return combinations
     }
 }
 

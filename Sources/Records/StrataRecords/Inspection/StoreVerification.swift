@@ -157,7 +157,13 @@ extension Store {
             // Every index, in keyspace and name order, with the entries its records call for
             // (kept only while it can be checked). Mutated in place: a copy per record would copy
             // the entries too.
-            struct Expectation { var check: StoreVerification.IndexCheck; let index: StoredIndex; var entries: [[UInt8]: [UInt8]] = [:] }
+            struct Expectation {
+                var check: StoreVerification.IndexCheck
+                let index: StoredIndex
+                var entries: [[UInt8]: [UInt8]] = [:]
+                /// An index of totals: each group's count and sum, added up from the records.
+                var totals: [[UInt8]: (count: Int128, sum: Int128)]?
+            }
             var expectations: [Expectation] = []
             // Per keyspace and index name, the expectations by generation: the current one and a
             // changed definition's previous generation (readable, maintained).
@@ -168,7 +174,7 @@ extension Store {
                                                              state: "\(index.state)", checked: index.state == .readable)
                     if index.state != .readable { check.reason = "not readable" }
                     positions[keyspace, default: [:]][name, default: [:]][index.generation] = expectations.count
-                    expectations.append(Expectation(check: check, index: index))
+                    expectations.append(Expectation(check: check, index: index, totals: AggregateKinds.keepTotals(index.definition.kind) ? [:] : nil))
                     if let previous = index.previous {
                         let check = StoreVerification.IndexCheck(keyspace: keyspace, name: name, generation: previous.generation,
                                                                  state: "readable (previous generation, while \(index.generation) is built)", checked: true)
@@ -201,6 +207,16 @@ extension Store {
                 guard let here = positions[keyspace], let entry = catalog.keyspaces[keyspace] else { return true }
                 for i in here.values.flatMap(\.values) where expectations[i].check.checked {
                     do throws(IndexUnverifiable) {
+                        if expectations[i].totals != nil {
+                            let (groups, amount) = try CatalogSnapshot.totalGroups(
+                                of: expectations[i].index.definition, generation: expectations[i].index.generation, keyspace: keyspace,
+                                name: expectations[i].check.name, record: record, keyLayout: entry.key)
+                            for group in groups {
+                                let total = expectations[i].totals![group] ?? (0, 0)
+                                expectations[i].totals![group] = (total.count + 1, total.sum + Int128(amount))
+                            }
+                            continue
+                        }
                         let keys = try CatalogSnapshot.entries(
                             of: expectations[i].index.definition, generation: expectations[i].index.generation, keyspace: keyspace,
                             name: expectations[i].check.name, record: record, keyLayout: entry.key,
@@ -211,9 +227,23 @@ extension Store {
                         expectations[i].check.checked = false
                         expectations[i].check.reason = error.reason
                         expectations[i].entries = [:]
+                        expectations[i].totals = [:]
                     }
                 }
                 return true
+            }
+            // An index of totals calls for one pair per group: its count and sum (a total that
+            // does not fit Int64 calls for a value no pair holds, so the stored one is reported).
+            for i in expectations.indices where expectations[i].check.checked {
+                guard let totals = expectations[i].totals else { continue }
+                for (group, total) in totals {
+                    if let count = Int64(exactly: total.count), let sum = Int64(exactly: total.sum) {
+                        expectations[i].entries[group] = AggregateTotal(count: count, sum: sum).encoded
+                    } else {
+                        expectations[i].entries[group] = []
+                    }
+                }
+                expectations[i].totals = [:]
             }
 
             // The system keys; index entries must belong to a listed generation and match their records.
@@ -247,6 +277,13 @@ extension Store {
                     if let want, record.withUnsafeBytes({ r in want.withUnsafeBytes { envelope.sameContents(key: r, $0, value) } }) { return true }
                 }
                 expectations[i].check.stale += 1
+                if expectations[i].totals != nil {
+                    let stored = AggregateTotal(stored: value).map { "\($0)" } ?? "\(value.count) bytes"
+                    let records = want.flatMap { AggregateTotal(stored: $0) }.map { "\($0)" } ?? "no record in this group"
+                    report.add(StoreProblem(.staleIndexEntry, key: key, "index \(keyspace).\(name): the stored total (\(stored)) is not the records' (\(records))"),
+                               listing: limit)
+                    return true
+                }
                 report.add(StoreProblem(.staleIndexEntry, key: key, "index \(keyspace).\(name): no record calls for this entry, or its value is not the record's"), listing: limit)
                 return true
             }
