@@ -204,6 +204,12 @@ struct AggregateIndexTests {
             #expect(tools.problems.map(\.kind) == [.staleIndexEntry], "\(tools.problems)")
             #expect(tools.problems.first?.detail.contains("the stored total (count 2, sum 13) is not the records' (count 2, sum 12)") == true,
                     "\(tools.problems)")
+            // A record that cannot be read: reported once, and the keyspace's totals not checked.
+            try store.engine.write { tx in try tx.put([1, 2, 3], forKey: KeyCodec.encode("Sale") + KeyCodec.encode(2)) }
+            let damaged = try store.verify()
+            #expect(damaged.problemCount == 1 && damaged.problems.first?.kind != .staleIndexEntry, "\(damaged.problems)")
+            let unchecked = damaged.indexes.first { $0.name == "perRegion" }
+            #expect(unchecked?.checked == false && unchecked?.reason?.contains("could not be read") == true, "\(String(describing: unchecked))")
         }
     }
 

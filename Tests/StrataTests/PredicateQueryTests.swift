@@ -305,6 +305,10 @@ struct PredicateQueryTests {
         #expect(plan(#Predicate { ["Jane", "Joan"].contains($0.name) })
             == #"index scan Citizen.byNameAge (name in ["Jane", "Joan"]), a point read per entry"#)
         #expect(plan(#Predicate { $0.nick == nil }) == "index scan Citizen.byNick (nick = null), a point read per entry")
+        // A negative literal is a value; a negation that overflows is left to Foundation (no trap here).
+        #expect(plan(#Predicate { $0.age > -10 }) == "covering index scan Citizen.byAge (age > -10), records from the entries")
+        let lowest = Int.min
+        #expect(plan(#Predicate { $0.age > -lowest }).contains("filter {Comparison"))
         #expect(plan(#Predicate { $0.name != "Jane" || $0.age == 3 }, [.ascending(\.name), .descending(\.age)])
             == #"key scan Citizen (every record); filter name != "Jane" || age == 3; sorted by name, age descending in memory"#)
         #expect(plan(#Predicate { _ in true }, [.ascending(\.country)]) == "key scan Citizen (every record); sorted in key order")

@@ -44,7 +44,9 @@ public struct FieldFormat: Sendable, Hashable, CustomStringConvertible {
 public protocol FieldCodec {
     /// The type of the fields the codec stores.
     associatedtype Value
-    /// The format's name in the catalog. The default is `codec(TypeName)`.
+    /// The format's name in the catalog. The default is `codec(TypeName)`. Give a built-in
+    /// format's name (`i64`, `string`, …) only when the bytes are that format's bytes for the
+    /// same value: tools and predicate filters read such a field as that format.
     static var format: FieldFormat { get }
     /// Appends `value`'s bytes to `fields`. Throwing refuses the whole record
     /// (``RecordError/unencodableField(type:detail:)``): nothing is written.

@@ -68,6 +68,10 @@ public protocol Record {
     /// (``Query/init(where:sortedBy:)``) reads a key path as, to seek the key instead of scanning.
     /// The macro writes it; the default is none, and predicate queries on the type then read
     /// every record (and indexes by their components' own key paths).
+    ///
+    /// A name here is a promise: the key component or field of that name stores this property's
+    /// value in its type's own format, so a filter may compare the stored bytes instead of
+    /// decoding the record (a field in a format the catalog describes: see ``FieldFormat``).
     static var storedKeyPaths: [String: PartialKeyPath<Self>] { get }
 }
 

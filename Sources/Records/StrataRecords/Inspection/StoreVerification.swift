@@ -180,13 +180,16 @@ extension Store {
                                                                  state: "readable (previous generation, while \(index.generation) is built)", checked: true)
                         positions[keyspace]![name]![previous.generation] = expectations.count
                         expectations.append(Expectation(check: check, index: StoredIndex(generation: previous.generation, state: .readable,
-                                                                                         definition: previous.definition)))
+                                                                                         definition: previous.definition),
+                                                        totals: AggregateKinds.keepTotals(previous.definition.kind) ? [:] : nil))
                     }
                 }
             }
 
-            // Records reported as damaged: their entries are not reported again as stale.
+            // Records reported as damaged: their entries are not reported again as stale, and the
+            // totals of their keyspaces are not checked (a group's records are not all known).
             var unreadable = Set<[UInt8]>()
+            var unreadableKeyspaces = Set<String>()
             try tx.scan(SystemKey.nonSystem, reverse: false, limit: nil) { key, value in
                 try ticker.tick()
                 report.pairs += 1
@@ -201,6 +204,7 @@ extension Store {
                 } catch let failure as RecordDecodingFailure {
                     report.add(StoreProblem(failure.kind, key: key, failure.detail), listing: limit)
                     unreadable.insert(Array(key))
+                    unreadableKeyspaces.insert(keyspace)
                     return true
                 }
                 if record.undescribed != nil { report.undescribedRecords += 1 }
@@ -227,7 +231,7 @@ extension Store {
                         expectations[i].check.checked = false
                         expectations[i].check.reason = error.reason
                         expectations[i].entries = [:]
-                        expectations[i].totals = [:]
+                        if expectations[i].totals != nil { expectations[i].totals = [:] }
                     }
                 }
                 return true
@@ -236,6 +240,12 @@ extension Store {
             // does not fit Int64 calls for a value no pair holds, so the stored one is reported).
             for i in expectations.indices where expectations[i].check.checked {
                 guard let totals = expectations[i].totals else { continue }
+                if unreadableKeyspaces.contains(expectations[i].check.keyspace) {
+                    expectations[i].check.checked = false
+                    expectations[i].check.reason = "records of its keyspace could not be read (reported above): its totals cannot be recomputed"
+                    expectations[i].totals = [:]
+                    continue
+                }
                 for (group, total) in totals {
                     if let count = Int64(exactly: total.count), let sum = Int64(exactly: total.sum) {
                         expectations[i].entries[group] = AggregateTotal(count: count, sum: sum).encoded
@@ -279,7 +289,7 @@ extension Store {
                 expectations[i].check.stale += 1
                 if expectations[i].totals != nil {
                     let stored = AggregateTotal(stored: value).map { "\($0)" } ?? "\(value.count) bytes"
-                    let records = want.flatMap { AggregateTotal(stored: $0) }.map { "\($0)" } ?? "no record in this group"
+                    let records = want.map { AggregateTotal(stored: $0).map { "\($0)" } ?? "a total beyond Int64" } ?? "no record in this group"
                     report.add(StoreProblem(.staleIndexEntry, key: key, "index \(keyspace).\(name): the stored total (\(stored)) is not the records' (\(records))"),
                                listing: limit)
                     return true

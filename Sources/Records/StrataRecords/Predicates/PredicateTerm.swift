@@ -228,11 +228,17 @@ extension PredicateExpressions.NilLiteral: ConstantExpression {
     var constant: Any { Optional<Wrapped>.none as Any }
 }
 
-/// A negative literal: `#Predicate { $0.age > -10 }` negates the value 10.
+/// A negative literal: `#Predicate { $0.age > -10 }` negates the value 10. A value whose negation
+/// overflows (`-Int.min`) is no constant: Foundation evaluates the term (and traps, as Swift would).
 extension PredicateExpressions.UnaryMinus: ConstantExpression where Wrapped: ConstantExpression {
     var constant: Any {
         guard let value = wrapped.constant as? Wrapped.Output else { return NotAConstant() }
+        if let integer = value as? any FixedWidthInteger, Self.overflows(integer) { return NotAConstant() }
         return -value
+    }
+
+    private static func overflows<I: FixedWidthInteger>(_ value: I) -> Bool {
+        I.isSigned ? value == I.min : value != 0
     }
 }
 

@@ -11,7 +11,12 @@ import StrataKeyCodec
 // scan reuses and compared with the term's value exactly as the record path compares them. Any
 // other term (Foundation's own, a field in a codec's format) decodes the record, once per row,
 // and only when the evaluation reaches it. A view of an older version is decoded (its fields are
-// laid out as that version's).
+// laid out as that version's). It rests on ``Record/storedKeyPaths``' promise: the field of a
+// property's name stores that property in its type's own format.
+//
+// Every row's checksum is verified (the view is made after it); a row the filter rejects is not
+// decoded, so damage only decoding finds (a string that is not UTF-8, a field's stray bytes) is
+// reported by the reads that decode the row, not by a query that rejects it.
 
 /// A term's property read from a view.
 enum ViewProbe: Sendable {
