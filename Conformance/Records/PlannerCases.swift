@@ -79,7 +79,7 @@ struct UnindexedResident: Record {
 
 /// Predicate queries (``Query/init(where:sortedBy:)``) on the engine: every path the planner takes
 /// (a key range, an index's equalities and range, a covering index, a multi-valued `contains`, an
-/// `in` list, a union, a full scan with a filter, a sort from index order or in memory, a query
+/// `in` list, a union, an intersection, a full scan with a filter, a sort from index order or in memory, a query
 /// whose index is being built) gives exactly the records Foundation's `evaluate` accepts, in the
 /// order asked, through select, count, keys, views and pages.
 enum PlannerCases {
@@ -113,6 +113,7 @@ enum PlannerCases {
                 ("index scan Resident.byNameAge (name in", #Predicate { ["Joan", "b", "a\u{0}"].contains($0.name) }, [.name()]),
                 ("index scan Resident.byNick (nick = null)", #Predicate { $0.nick == nil && $0.age != 0 }, []),
                 ("union of", #Predicate { $0.name == "Jane" || $0.tags.contains("ab") || $0.city == "Lyon" }, []),
+                ("intersection of (index scan Resident.byNameAge (name = \"a\")", #Predicate { $0.name == "a" && $0.tags.contains("b") && $0.nick != nil }, []),
                 ("key scan Resident (every record); filter", #Predicate { $0.score > 0 || $0.nick != "b" }, [.name(), .age(true)]),
                 ("key scan Resident (every record); filter", #Predicate { $0.name.count > 1 && $0.score != 1 }, []),
                 ("covering index scan Resident.byAge (age > -10)", #Predicate { !($0.name < "J") && $0.age > -10 }, []),
@@ -162,7 +163,7 @@ enum PlannerCases {
                 try checkQuery(store, query, predicate, sort, model: model, pages: true)
             }
             for kind in ["key scan Resident", "index scan Resident.byNameAge", "index scan Resident.byTag", "covering index scan Resident.byAge",
-                         "index scan Resident.byNick", "union of"] {
+                         "index scan Resident.byNick", "union of", "intersection of"] {
                 try expectTrue(kinds.contains(kind), "the generator reached \(kind) (reached \(kinds.sorted()))")
             }
         },

@@ -8,10 +8,20 @@ import StrataKeyCodec
 ///
 /// It reads the primary keys of every range (no record), removes the duplicates, sorts them and
 /// then reads each record by key: memory for the matching keys, a point read per record.
+///
+/// Intersecting, it reads the keys every range reads (`intersection of (…)`): what an `&&` of
+/// equalities on several indexes reads, a point read only for the keys all ranges hold. Bounded
+/// where it does not pay: a later range holding more than four times the keys left (plus 64) is
+/// not read whole, and its terms are left to the query's filter (which keeps them).
 public struct UnionPlan<Root: Record>: RecordPlan {
     let branches: [AccessPlan<Root>]
+    /// Whether the records are those every range reads, not any.
+    let intersecting: Bool
 
-    init(_ branches: [AccessPlan<Root>]) { self.branches = branches }
+    init(_ branches: [AccessPlan<Root>], intersecting: Bool = false) {
+        self.branches = branches
+        self.intersecting = intersecting
+    }
 
     /// Always `nil`: the plan reads several ranges.
     public var index: RecordIndex<Root>? { nil }
@@ -20,15 +30,24 @@ public struct UnionPlan<Root: Record>: RecordPlan {
 
     /// The ranges and how records are read.
     public var description: String {
-        "union of (" + branches.map(\.plan.description).joined(separator: " | ") + "), a point read per key"
+        (intersecting ? "intersection of (" : "union of (") + branches.map(\.plan.description).joined(separator: " | ") + "), a point read per key"
     }
 
     /// The distinct primary keys the ranges read, in `order`.
     @usableFromInline
     func keys(in ctx: TransactionContext, order: Order) throws -> [[UInt8]] {
         var keys = Set<[UInt8]>()
-        for branch in branches {
-            for key in try branch.plan.primaryKeys(in: ctx, limit: nil, order: .ascending) { keys.insert(key.bytes) }
+        if intersecting {
+            keys = Set(try branches[0].plan.primaryKeys(in: ctx, limit: nil, order: .ascending).lazy.map(\.bytes))
+            for branch in branches.dropFirst() where !keys.isEmpty {
+                let bound = 4 * keys.count + 64
+                let other = try branch.plan.primaryKeys(in: ctx, limit: bound + 1, order: .ascending)
+                if other.count <= bound { keys.formIntersection(other.lazy.map(\.bytes)) }
+            }
+        } else {
+            for branch in branches {
+                for key in try branch.plan.primaryKeys(in: ctx, limit: nil, order: .ascending) { keys.insert(key.bytes) }
+            }
         }
         let sorted = keys.sorted { Bytewise.compare($0, $1) < 0 }
         return order == .ascending ? sorted : sorted.reversed()

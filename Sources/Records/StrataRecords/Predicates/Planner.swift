@@ -20,6 +20,8 @@ struct Planner<R: Record> {
 
     /// One way to read: the components of the key or of an index, in order, by key path.
     private struct Candidate {
+        /// The index's name; `nil` for the key.
+        var name: String? = nil
         let access: (RecordQuery) -> AccessPlan<R>
         let keyPaths: [AnyKeyPath?]
         let multiValued: [Bool]
@@ -72,7 +74,7 @@ struct Planner<R: Record> {
         var candidates = [keyCandidate()]
         for index in R.indexes where indexed && index.kind == IndexKinds.value {
             candidates.append(Candidate(
-                access: { .index(IndexScanPlan(index, $0)) }, keyPaths: index.components.map(\.keyPath),
+                name: index.name, access: { .index(IndexScanPlan(index, $0)) }, keyPaths: index.components.map(\.keyPath),
                 multiValued: index.components.map(\.isMultiValued), typeIDs: index.components.map(\.typeID), isKey: false,
                 covering: index.covering))
         }
@@ -99,6 +101,9 @@ struct Planner<R: Record> {
         }
         let residualTerms = conjuncts.enumerated().filter { !match.used.contains($0.offset) }.map(\.element)
         let residual = residualTerms.isEmpty ? nil : PredicateTerm.all(residualTerms)
+        if let intersection = intersection(candidate, match, candidates) {
+            return FilterPlan(access: .union(intersection), residual: residual, sort: sort, accessOrder: .ascending, orderNote: nil)
+        }
         let access = candidate.access(match.query)
         let where_ = candidate.isKey ? "in key order" : "in index order"
         if sort.isEmpty {
@@ -128,6 +133,25 @@ struct Planner<R: Record> {
             if !branches.isEmpty { return (UnionPlan(branches), exact) }
         }
         return nil
+    }
+
+    /// An intersection of the best candidate's range with those of other indexes whose equalities
+    /// answer terms the best leaves to the filter: when the best is an index read by a point read
+    /// per entry (not the key, not covering) whose order no sort needs, so that fewer records are
+    /// read. The filter keeps the other ranges' terms (an intersection may skip a range: see
+    /// ``UnionPlan``).
+    private func intersection(_ best: Candidate, _ match: Match, _ candidates: [Candidate]) -> UnionPlan<R>? {
+        guard !best.isKey, !best.covering, match.equalities > 0 else { return nil }
+        if !sort.isEmpty && sortOrder(of: best, from: match.orderedFrom) != nil { return nil }
+        var branches = [best.access(match.query)]
+        var answered = match.used
+        for other in candidates where !other.isKey && other.name != best.name {
+            let more = self.match(other)
+            guard more.equalities > 0, !more.used.isSubset(of: answered) else { continue }
+            branches.append(other.access(more.query))
+            answered.formUnion(more.used)
+        }
+        return branches.count > 1 ? UnionPlan(branches, intersecting: true) : nil
     }
 
     private func rank(_ candidate: Candidate) -> Int { candidate.isKey ? 2 : candidate.covering ? 1 : 0 }
