@@ -36,7 +36,7 @@ enum AccessPlan<R: Record>: Sendable {
     }
 
     /// ``scanRecords(in:order:after:limit:_:)`` with each record lent as a view, not decoded: what
-    /// a filter reads first (``ViewFilter``). The position is as there.
+    /// a filter reads first (`ViewFilter`). The position is as there.
     @inlinable
     func scanViews(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
                    _ body: (_ position: () -> [UInt8], RecordView<R>) throws -> Bool) throws {
@@ -193,7 +193,7 @@ public struct FilterPlan<Root: Record>: RecordPlan {
     }
 
     /// Visits the matching records as views. A filter reads each view in place where it can
-    /// (``ViewFilter``), else decodes it; with an in-memory sort, each record is read again by key,
+    /// (see the Querying article), else decodes it; with an in-memory sort, each record is read again by key,
     /// in order.
     @inlinable
     public func forEachView(in ctx: TransactionContext, limit: Int?, order: Order, _ body: (RecordView<Root>) throws -> Bool) throws {
