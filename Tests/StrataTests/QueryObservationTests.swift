@@ -278,6 +278,23 @@ struct QueryObservationTests {
         #expect(!store.observers.isObserved)
     }
 
+    @Test("an intersection's observation wakes for its first range only: a record in another range alone does not wake it")
+    func intersectionWakes() async throws {
+        let store = try Store(.memory)
+        func citizen(_ id: Int, _ name: String) -> Citizen {
+            Citizen(country: "fr", id: id, name: name, age: 30, nick: nil, tags: ["x"], score: 0, active: true)
+        }
+        try store.insert(citizen(1, "Jane"))
+        let query = Citizen.query(where: #Predicate { $0.name == "Jane" && $0.tags.contains("x") })
+        #expect(query.explain().hasPrefix("intersection of"))
+        var iterator = store.observe(query).makeAsyncIterator()
+        #expect(try await iterator.next()?.records.map(\.id) == [1])
+        try store.insert(citizen(2, "Bob"))   // in the tag's range, not the name's: no wake-up
+        try store.insert(citizen(3, "Jane"))
+        #expect(try await iterator.next()?.records.map(\.id) == [1, 3])
+        #expect(iterator.observer.live.wakes == 1)
+    }
+
     @Test("an observation reads its first snapshot with the commits before it, ends when its iteration stops, and sees no other store's writes")
     func lifecycle() async throws {
         let store = try Store(.memory)

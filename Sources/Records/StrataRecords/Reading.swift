@@ -84,8 +84,9 @@ public struct Query<R: Record>: Sendable {
     /// up to 1,000 (a multi-valued index counts entries; a filter may keep fewer):
     /// `index scan Person.byCity (city = "Paris"), a point read per entry; filter age > 30; 212 rows
     /// in the range`. Unlike ``explain()``, it says when a predicate query reads by the key because
-    /// an index it would read is being built. Counting stops at 1,000 rows, except for a union,
-    /// whose branches' keys are read whole (as the union reads them).
+    /// an index it would read is being built. Counting stops at 1,000 rows, except for a union or
+    /// an intersection, whose ranges' keys are read whole (as they read them); an intersection's
+    /// count is of the keys every range read holds.
     public func explain(in ctx: TransactionContext) throws -> String {
         let plan: any RecordPlan<R>, range: any RecordPlan<R>
         switch held {

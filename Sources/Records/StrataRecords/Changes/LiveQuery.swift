@@ -152,6 +152,9 @@ struct QueryAccess<R: Record>: @unchecked Sendable {
             case .index(let plan):
                 indexes[plan.scanned.name] = plan.scanned
                 for range in plan.recordQuery.ranges(keyspacePrefix: []) { ranges.append((.index(plan.scanned.name), range)) }
+            case .union(let plan) where plan.intersecting:
+                // The first range holds every record the intersection reads; the filter has the others' terms.
+                add(plan.branches[0])
             case .union(let plan):
                 for branch in plan.branches { add(branch) }
             }

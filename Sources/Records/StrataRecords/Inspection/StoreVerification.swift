@@ -301,6 +301,12 @@ extension Store {
                 let (keyspace, name) = (expectations[i].check.keyspace, expectations[i].check.name)
                 expectations[i].check.missing = expectations[i].entries.count
                 for missing in expectations[i].entries.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                    if expectations[i].totals != nil {
+                        let total = AggregateTotal(stored: expectations[i].entries[missing]!).map { "\($0)" } ?? "a total beyond Int64"
+                        report.add(StoreProblem(.missingIndexEntry, key: missing, "index \(keyspace).\(name): no stored total for a group the records hold (\(total))"),
+                                   listing: limit)
+                        continue
+                    }
                     report.add(StoreProblem(.missingIndexEntry, key: missing, "index \(keyspace).\(name): a record calls for this entry"), listing: limit)
                 }
                 report.indexes.append(expectations[i].check)

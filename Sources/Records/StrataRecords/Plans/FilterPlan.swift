@@ -16,12 +16,13 @@ enum AccessPlan<R: Record>: Sendable {
         }
     }
 
-    /// The indexes the read takes entries from.
+    /// The indexes the read needs: those it takes entries from; of an intersection, the first
+    /// range's (a later range that cannot be read is skipped, its terms left to the filter).
     @usableFromInline var indexes: [RecordIndex<R>] {
         switch self {
         case .key: []
         case .index(let plan): [plan.scanned]
-        case .union(let plan): plan.branches.flatMap(\.indexes)
+        case .union(let plan): plan.intersecting ? plan.branches[0].indexes : plan.branches.flatMap(\.indexes)
         }
     }
 

@@ -12,7 +12,8 @@ import StrataKeyCodec
 /// Intersecting, it reads the keys every range reads (`intersection of (…)`): what an `&&` of
 /// equalities on several indexes reads, a point read only for the keys all ranges hold. Bounded
 /// where it does not pay: a later range holding more than four times the keys left (plus 64) is
-/// not read whole, and its terms are left to the query's filter (which keeps them).
+/// not read whole, nor one whose index is being built; their terms are left to the query's
+/// filter (which keeps them). Either way a limit or a page reads the ranges' keys whole.
 public struct UnionPlan<Root: Record>: RecordPlan {
     let branches: [AccessPlan<Root>]
     /// Whether the records are those every range reads, not any.
@@ -40,6 +41,7 @@ public struct UnionPlan<Root: Record>: RecordPlan {
         if intersecting {
             keys = Set(try branches[0].plan.primaryKeys(in: ctx, limit: nil, order: .ascending).lazy.map(\.bytes))
             for branch in branches.dropFirst() where !keys.isEmpty {
+                guard try branch.indexes.allSatisfy({ try ctx.isQueryable($0) }) else { continue }
                 let bound = 4 * keys.count + 64
                 let other = try branch.plan.primaryKeys(in: ctx, limit: bound + 1, order: .ascending)
                 if other.count <= bound { keys.formIntersection(other.lazy.map(\.bytes)) }

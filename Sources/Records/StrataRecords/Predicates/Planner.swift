@@ -234,6 +234,10 @@ struct Planner<R: Record> {
             match.orderedFrom = i
             break
         }
+        // A multi-valued component has an entry per element: left open (no `contains` fixing it),
+        // a record with no element has no entry, and the range would miss it. Such a candidate
+        // answers nothing.
+        if candidate.multiValued[match.equalities...].contains(true) { return Match() }
         return match
     }
 
