@@ -161,6 +161,10 @@ struct ActiveIndex: Sendable {
     let componentCount: Int
     /// The readable generation a changed definition replaced, while this one is built.
     @usableFromInline var previous: PreviousIndex?
+
+    /// Whether queries can read it: readable, or being built with the generation it replaces
+    /// standing in.
+    var isQueryable: Bool { state == .readable || previous != nil }
 }
 
 /// A readable generation a changed definition replaced (``StoredIndex/previous``), as a

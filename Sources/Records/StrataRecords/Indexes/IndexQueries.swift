@@ -337,9 +337,7 @@ extension TransactionContext {
     @usableFromInline
     func isQueryable<R: Record>(_ index: RecordIndex<R>) throws -> Bool {
         let indexes = try prepare(R.self)
-        for i in indexes.indices where indexes[i].name == index.name {
-            return indexes[i].state == .readable || indexes[i].previous != nil
-        }
+        for i in indexes.indices where indexes[i].name == index.name { return indexes[i].isQueryable }
         return true  // not declared: the read throws what an undeclared index throws
     }
 
@@ -359,7 +357,7 @@ extension TransactionContext {
                     : "it keeps totals (\(index.kind)), not records: read it with total(in:) or totals(in:)")
             }
             let state = indexes[i].state
-            guard state == .readable || indexes[i].previous != nil else {
+            guard indexes[i].isQueryable else {
                 throw RecordError.indexNotReady(type: "\(R.self)", index: index.name, state: state)
             }
             if let query { try validate(query, for: index) }

@@ -57,11 +57,7 @@ enum AccessPlan<R: Record>: Sendable {
                 try ctx.withView(R.self, key: key, value: value, layout: layout) { view in try body({ Array(entry) }, view) }
             }
         case .union(let plan):
-            let keys = try plan.keys(in: ctx, order: order).lazy.filter { key in
-                guard let position else { return true }
-                let c = Bytewise.compare(key, position)
-                return order == .ascending ? c > 0 : c < 0
-            }
+            let keys = try plan.keys(in: ctx, order: order, after: position)
             var remaining = limit ?? .max
             try ctx.forEachView(R.self, keys: keys) { view in
                 remaining -= 1

@@ -78,15 +78,22 @@ public struct UnionPlan<Root: Record>: RecordPlan {
         try keys(in: ctx, order: order).prefix(limit ?? .max).map { EncodedIndexKey(bytes: $0) }
     }
 
+    /// ``keys(in:order:)`` strictly after `position` (before it, descending): where a page continues.
+    @usableFromInline
+    func keys(in ctx: TransactionContext, order: Order, after position: [UInt8]?) throws -> [[UInt8]] {
+        let keys = try keys(in: ctx, order: order)
+        guard let position else { return keys }
+        return keys.filter { key in
+            let c = Bytewise.compare(key, position)
+            return order == .ascending ? c > 0 : c < 0
+        }
+    }
+
     /// Visits the matching records after a primary key (before it, descending).
     public func scanRecords(in ctx: TransactionContext, order: Order, after position: [UInt8]?, limit: Int?,
                             _ body: (_ position: () -> [UInt8], Root) throws -> Bool) throws {
         var remaining = limit ?? .max
-        for key in try keys(in: ctx, order: order) where remaining > 0 {
-            if let position {
-                let c = Bytewise.compare(key, position)
-                if order == .ascending ? c <= 0 : c >= 0 { continue }
-            }
+        for key in try keys(in: ctx, order: order, after: position) where remaining > 0 {
             // Read in the same transaction that listed the key: it is there.
             guard let record = try ctx.fetch(Root.self, key: { $0.write(contentsOf: key) }) else { continue }
             remaining -= 1
