@@ -35,8 +35,9 @@ public final class CaseContext: @unchecked Sendable {
         return store
     }
 
-    /// Starts the engine's peer process on this case's store (which must exist).
-    func peer() throws -> PeerProcess {
+    /// Starts the engine's peer process (``EngineUnderTest/peer``) on this case's store (which
+    /// must exist); it is stopped when the case ends.
+    public func peer() throws -> PeerProcess {
         guard let command = engine.peer else {
             throw ConformanceFailure("\(engine.name) declares multiProcess but no peer process was given (EngineUnderTest.peer)")
         }

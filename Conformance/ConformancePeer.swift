@@ -20,6 +20,14 @@ import StrataEngine
 /// `nil`), `begin` (a write transaction that stays open: replies `began` from inside it), `tx-put K V`
 /// (inside it), `commit` (replies `committed` once the commit returned), `quit`. Errors reply
 /// `error TEXT`.
+///
+/// Kits of cases above the engine add commands of their own (``Command``): the record layer's
+/// observation cases have the peer write records (`RecordConformance.peerCommands`). Serve them
+/// too, so those cases run against two processes:
+///
+/// ```swift
+/// try ConformancePeer.serve(subject, commands: RecordConformance.peerCommands)
+/// ```
 public struct ConformancePeer: Sendable {
     /// The program to run.
     public let executable: String
@@ -33,9 +41,15 @@ public struct ConformancePeer: Sendable {
         self.arguments = arguments
     }
 
-    /// Serves the protocol on standard input and output until `quit` or the end of input.
-    /// The store's directory is the last command-line argument.
-    public static func serve(_ engine: EngineUnderTest) throws {
+    /// A command a kit adds to the protocol: given the open store and the words after the
+    /// command's name, it returns the reply line (without `error`; a thrown error replies
+    /// `error TEXT`).
+    public typealias Command = @Sendable (_ store: any KeyValueEngine, _ arguments: [String]) throws -> String
+
+    /// Serves the protocol on standard input and output until `quit` or the end of input,
+    /// with `commands` besides the built-in ones. The store's directory is the last
+    /// command-line argument.
+    public static func serve(_ engine: EngineUnderTest, commands: [String: Command] = [:]) throws {
         let directory = CommandLine.arguments.last!
         func reply(_ line: String) {
             print(line)
@@ -72,6 +86,8 @@ public struct ConformancePeer: Sendable {
                 case "quit":
                     try store.close()
                     return
+                case let name? where commands[name] != nil:
+                    reply(try commands[name]!(store, Array(words.dropFirst())))
                 default:
                     reply("error unknown command \(line)")
                 }
@@ -147,8 +163,9 @@ private final class HeldWrite: @unchecked Sendable {
     }
 }
 
-/// A running peer process, driven by a case.
-final class PeerProcess: @unchecked Sendable {
+/// A running peer process (``CaseContext/peer()``), driven by a case: one command line in, one
+/// reply line out.
+public final class PeerProcess: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
@@ -174,18 +191,18 @@ final class PeerProcess: @unchecked Sendable {
         if first != "ready" { throw ConformanceFailure("the peer process: \(first)") }
     }
 
-    /// Sends a command without waiting for its reply.
-    func send(_ command: String) {
+    /// Sends a command without waiting for its reply (read it with ``nextLine(within:)``).
+    public func send(_ command: String) {
         input.fileHandleForWriting.write(Data((command + "\n").utf8))
     }
 
-    /// The next reply line (60 s at most; at once when the process has ended).
-    func nextLine() throws -> String {
-        let deadline = Date().addingTimeInterval(60)
+    /// The next reply line (`within` seconds at most; at once when the process has ended).
+    public func nextLine(within: TimeInterval = 60) throws -> String {
+        let deadline = Date().addingTimeInterval(within)
         return try lock.withLock {
             while !buffer.contains("\n") {
                 if Date() > deadline {
-                    throw ConformanceFailure("the peer process did not answer within 60 s (output so far: \(buffer))")
+                    throw ConformanceFailure("the peer process did not answer within \(Int(within)) s (output so far: \(buffer))")
                 }
                 if !process.isRunning && !lock.wait(until: Date().addingTimeInterval(0.2)) {
                     throw ConformanceFailure("the peer process ended (status \(process.terminationStatus)) without answering: \(buffer)")
@@ -200,7 +217,7 @@ final class PeerProcess: @unchecked Sendable {
 
     /// Sends a command and returns its reply; a reply `error …` fails the case.
     @discardableResult
-    func ask(_ command: String) throws -> String {
+    public func ask(_ command: String) throws -> String {
         send(command)
         let reply = try nextLine()
         if reply.hasPrefix("error") { throw ConformanceFailure("peer process, \(command): \(reply)") }

@@ -2,11 +2,12 @@ import Foundation
 @_spi(StrataInternals) import StrataEngine
 
 /// Runs `body` on a new thread; `join()` waits for it and rethrows what it threw.
-final class BackgroundThread: @unchecked Sendable {
+public final class BackgroundThread: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var error: Error?
 
-    init(_ body: @escaping @Sendable () throws -> Void) {
+    /// Starts `body` on a new thread.
+    public init(_ body: @escaping @Sendable () throws -> Void) {
         let thread = Thread { [self] in
             do { try body() } catch { self.error = error }
             done.signal()
@@ -14,17 +15,19 @@ final class BackgroundThread: @unchecked Sendable {
         thread.start()
     }
 
-    func join() throws {
+    /// Waits for the body to return; rethrows what it threw.
+    public func join() throws {
         done.wait()
         if let error { throw error }
     }
 }
 
-/// Runs async work to completion from synchronous code, on threads outside the caller's.
-func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+/// Runs async work to completion from synchronous code, on threads outside the caller's: on
+/// `executor` when one is given (see ``ThreadExecutor``), else on the cooperative pool.
+public func blockingAwait<T: Sendable>(on executor: (any TaskExecutor)? = nil, _ body: @escaping @Sendable () async throws -> T) throws -> T {
     let done = DispatchSemaphore(value: 0)
     nonisolated(unsafe) var result: Result<T, Error>?
-    Task.detached {
+    Task(executorPreference: executor) {
         do { result = .success(try await body()) } catch { result = .failure(error) }
         done.signal()
     }
@@ -59,4 +62,60 @@ extension Array where Element == UInt8 {
     /// An unsigned 64-bit counter stored big-endian.
     init(counter: UInt64) { self = Swift.withUnsafeBytes(of: counter.bigEndian) { Array($0) } }
     var counter: UInt64 { reduce(0) { $0 << 8 | UInt64($1) } }
+}
+
+/// A `TaskExecutor` with a thread of its own: tasks started with it as their preference
+/// (`Task(executorPreference:)`) run there, however long other work holds the cooperative pool.
+///
+/// Cases run on a thread of their own and block it; the async work they start and wait for
+/// (observations' iterators) runs here, so a test suite whose other tests hold every thread of
+/// the pool cannot stall a case into a false failure.
+///
+/// ```swift
+/// let executor = ThreadExecutor()
+/// defer { executor.shutdown() }
+/// let task = Task(executorPreference: executor) { try await work() }
+/// ```
+public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var stopped = false
+
+    /// Starts the thread (named `name`), which runs until ``shutdown()``.
+    public init(name: String = "strata-conformance-executor") {
+        // The thread holds the executor until `shutdown()`: jobs never outlive it.
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Queues `job` to run on the thread, after the jobs queued before it.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.withLock {
+            jobs.append(job)
+            condition.signal()
+        }
+    }
+
+    /// Ends the thread once the jobs queued so far have run. Tasks that prefer this executor
+    /// must be finished first: a job queued later never runs.
+    public func shutdown() {
+        condition.withLock {
+            stopped = true
+            condition.signal()
+        }
+    }
+
+    private func run() {
+        while true {
+            let batch: [UnownedJob] = condition.withLock {
+                while jobs.isEmpty && !stopped { condition.wait() }
+                defer { jobs = [] }
+                return jobs
+            }
+            if batch.isEmpty { return }
+            for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+        }
+    }
 }

@@ -92,12 +92,13 @@ struct CrossProcessObservationTests {
         defer { for task in tasks { task.cancel() } }
 
         // One writer first: its commits must arrive long before the polling would look.
-        let started = ContinuousClock.now
+        var arrival = PatientDeadline(.seconds(120))
         let first = try WriterChild(engine: engine, path: dir.path)
         var children = [first]
         defer { for child in children { child.kill() } }
         while lasts.records.withLock({ $0[queries.count - 1].isEmpty }) {
-            try #require(ContinuousClock.now - started < .seconds(120), "no other process's commit arrived in 120 s (the polling interval is 600 s)")
+            let late = arrival.passed()
+            try #require(!late, "no other process's commit arrived in 120 s (the polling interval is 600 s)")
             try await Task.sleep(for: .milliseconds(5))
         }
         // Then two writers and this process's own commits at once.
@@ -120,8 +121,8 @@ struct CrossProcessObservationTests {
         // and the fuzz smoke missed 120 s with the follower failing no turn (session 27). Whatever
         // the wake-ups, the 600 s polling brings every commit within it.
         let fresh = try await store.withReadTransaction { ctx in try queries.map { try $0.select(in: ctx) } }
-        let deadline = ContinuousClock.now + .seconds(1_200)
-        while lasts.records.withLock({ $0 }) != fresh && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        var deadline = PatientDeadline(.seconds(1_200))
+        while lasts.records.withLock({ $0 }) != fresh && !deadline.passed() { try await Task.sleep(for: .milliseconds(20)) }
         let final = lasts.records.withLock { $0 }
         for i in queries.indices where final[i] != fresh[i] {
             Issue.record("\(queries[i].explain()): \(final[i].count) records observed, \(fresh[i].count) stored")
@@ -173,9 +174,9 @@ struct CrossProcessObservationTests {
         // The counter (note 0) arrives as stored, though the first turn that carried a change
         // failed to commit.
         let stored = try await store.withReadTransaction { ctx in try Query<WrittenNote>(RecordQuery.all.equal(0)).select(in: ctx) }
-        // 600 s guards a hang, not a speed: the observer's `next()` runs on the cooperative pool,
-        // which the suite's long synchronous tests hold (a whole `swift test` missed 20 s once,
-        // session 27; alone this test takes a second).
+        // 600 s guards a hang, not a speed (alone this test takes a second); the observer's
+        // `next()` runs on the cooperative pool, which the suite's long synchronous tests hold, so
+        // the guard counts only the time it got to run (`PatientDeadline`).
         var seen: [WrittenNote]? = []
         while let records = seen, records != stored {
             seen = try await Self.next(of: observer, within: .seconds(600))
@@ -194,7 +195,8 @@ struct CrossProcessObservationTests {
         try await withThrowingTaskGroup(of: [WrittenNote]?.self) { group in
             group.addTask { try await observer.next()?.records }
             group.addTask {
-                try await Task.sleep(for: limit)
+                var deadline = PatientDeadline(limit)
+                while !deadline.passed() { try await Task.sleep(for: .milliseconds(20)) }
                 return nil
             }
             defer { group.cancelAll() }

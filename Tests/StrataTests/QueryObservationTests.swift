@@ -206,9 +206,9 @@ struct QueryObservationTests {
         for (i, w) in watched.enumerated() where w.exact {
             #expect(Set(fresh[i].map { KeyCodec.encode($0.group, $0.id) }) == Set(model.values.filter(w.matches).map { KeyCodec.encode($0.group, $0.id) }))
         }
-        let deadline = ContinuousClock.now + .seconds(600)
+        var deadline = PatientDeadline(.seconds(600))
         func behind() -> [Int] { collector.state.withLock { state in watched.indices.filter { state.last[$0]?.records != fresh[$0] } } }
-        while !behind().isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        while !behind().isEmpty && !deadline.passed() { try await Task.sleep(for: .milliseconds(20)) }
         let late = behind()
         #expect(late.isEmpty, "observers whose last snapshot differs from a fresh query: \(late.prefix(10).map { "\($0): \(watched[$0].query.explain())" })")
         let problems = collector.state.withLock { $0.problems }
@@ -267,9 +267,9 @@ struct QueryObservationTests {
             try await group.waitForAll()
         }
         let fresh = try await store.withReadTransaction { ctx in try queries.map { try $0.0.select(in: ctx, limit: $0.1) } }
-        let deadline = ContinuousClock.now + .seconds(600)
+        var deadline = PatientDeadline(.seconds(600))
         func behind() -> [Int] { collector.state.withLock { state in queries.indices.filter { state.last[$0]?.records != fresh[$0] } } }
-        while !behind().isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        while !behind().isEmpty && !deadline.passed() { try await Task.sleep(for: .milliseconds(20)) }
         #expect(behind().isEmpty)
         #expect(collector.state.withLock { $0.problems }.isEmpty, "\(collector.state.withLock { $0.problems.prefix(5) })")
         #expect(collector.state.withLock { $0.delivered.allSatisfy { $0 > 5 } })
@@ -335,8 +335,8 @@ struct QueryObservationTests {
         // to the first snapshot and 22 s to a delivery (alone, milliseconds); under AddressSanitizer
         // the two together passed 600 s once (CI, stop 58). The loops on the pool are served in
         // turn with the work they wait for; this one is not.
-        let deadline = ContinuousClock.now + .seconds(2400)
-        while model.version == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        var deadline = PatientDeadline(.seconds(2400))
+        while model.version == nil && !deadline.passed() { try await Task.sleep(for: .milliseconds(5)) }
         #expect(model.records.map(\.id) == [1])
         #expect(model.changes == nil)
         final class Told: Sendable { let flag = Locked(false) }
@@ -344,7 +344,7 @@ struct QueryObservationTests {
         withObservationTracking { _ = model.records } onChange: { told.flag.withLock { $0 = true } }
         try store.insert(Gauge(group: 2, id: 1, zone: 1, level: 1))   // another group: nothing changes
         try store.insert(Gauge(group: 1, id: 2, zone: 1, level: 1))
-        while model.records.count < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        while model.records.count < 2 && !deadline.passed() { try await Task.sleep(for: .milliseconds(5)) }
         #expect(model.records.map(\.id) == [1, 2])
         #expect(model.changes == QueryChanges([KeyCodec.encode(1, 2)], [], []))
         #expect(told.flag.withLock { $0 }, "a reader of records is told of the change")

@@ -96,7 +96,12 @@ struct EtcdConformance: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Whether the local cluster speaks mutual TLS (--no-tls: cleartext, for runs about something else).")
     var tls = true
 
+    @Option(help: "The observation cases' scale, OBSERVERS,COMMITS (every commit is a round trip: make test runs a small scale, make test-long the full one).")
+    var observation = "1000,10000"
+
     func run() throws {
+        let scale = observation.split(separator: ",").compactMap { Int($0) }
+        guard scale.count == 2 else { throw ValidationError("--observation takes OBSERVERS,COMMITS, got \(observation)") }
         var local: LocalCluster?
         let endpoints: [String]
         if cluster.endpoints != nil {
@@ -115,7 +120,8 @@ struct EtcdConformance: ParsableCommand {
         subject.locations = EtcdLocations(keys: try EtcdKeySpace(options))
         let all = try transforms.map { RecordConformance.cases(transforms: try Self.transforms($0)) }
             ?? ConformanceSuite.cases + RecordConformance.cases
-        let cases = all.filter { testCase in filter.map { testCase.id.contains($0) } ?? true }
+        let cases = RecordConformance.cases(all.filter { testCase in filter.map { testCase.id.contains($0) } ?? true },
+                                            observation: ObservationScale(observers: scale[0], commits: scale[1]))
         let report = ConformanceSuite.run(subject, cases: cases) { testCase in
             if verbose { print("[etcd] \(testCase.id)"); fflush(nil) }
         }
@@ -152,7 +158,7 @@ struct EtcdConformancePeer: ParsableCommand {
     @Argument var directory: String
 
     func run() throws {
-        try ConformancePeer.serve(EngineUnderTest(.etcd(cluster.options(endpoints: cluster.endpointList))))
+        try ConformancePeer.serve(EngineUnderTest(.etcd(cluster.options(endpoints: cluster.endpointList))), commands: RecordConformance.peerCommands)
     }
 
     /// The arguments that start this command on the cluster `options` reaches.

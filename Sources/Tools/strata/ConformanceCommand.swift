@@ -93,7 +93,7 @@ struct ConformancePeerCommand: ParsableCommand {
     @Argument var directory: String
 
     func run() throws {
-        try ConformancePeer.serve(EngineUnderTest(engine.engines[0]))
+        try ConformancePeer.serve(EngineUnderTest(engine.engines[0]), commands: RecordConformance.peerCommands)
     }
 
     /// How the suite starts this command for `kind`, from the executable at `tool`.

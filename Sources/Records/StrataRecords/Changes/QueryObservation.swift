@@ -92,6 +92,12 @@ public struct QueryObservation<R: Record & Sendable>: AsyncSequence, Sendable {
         /// changed it; `nil` once the task is cancelled. Throws what a read throws, and then
         /// the observation is over (`nil` after that).
         public mutating func next() async throws -> QuerySnapshot<R>? { try await observer.next() }
+
+        /// How many commits concerned the observation since it began: each woke it once (a
+        /// coalesced snapshot may hold several; other processes' commits come in the batches
+        /// the store reads them in). Commits that wrote nothing the query reads are not counted:
+        /// they cost the observation nothing. Copies of the iterator share the count.
+        public var wakeUps: Int { observer.live.wakes }
     }
 }
 
