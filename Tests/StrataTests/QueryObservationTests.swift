@@ -4,6 +4,7 @@ import StrataBundledEngines
 import StrataKeyCodec
 @testable import StrataRecords
 import Observation
+import StrataConformance
 import Testing
 
 /// A reading in a group, in a zone, at a level: keyed by (group, id), indexed by (zone, level).
@@ -73,6 +74,36 @@ final class SnapshotCollector: Sendable {
 
 @Suite("Observing queries, on every engine")
 struct QueryObservationTests {
+    @Test("the spans a write transaction records changes in hold exactly the keys of the observed ranges (overlapping, touching, open, empty)")
+    func keySpans() {
+        var random = SeededRandom(seed: 0x5BA45)
+        func key() -> [UInt8] { (0..<Int.random(in: 0...2, using: &random)).map { _ in UInt8.random(in: 0...5, using: &random) } }
+        func bound() -> KeyBound {
+            switch Int.random(in: 0..<5, using: &random) {
+            case 0: .unbounded
+            case 1, 2: .inclusive(key())
+            default: .exclusive(key())
+            }
+        }
+        var keys: [[UInt8]] = [[]]
+        for a in UInt8(0)...6 {
+            keys.append([a])
+            for b in UInt8(0)...6 { keys.append([a, b]) }
+        }
+        for _ in 0..<2_000 {
+            let ranges = (0..<Int.random(in: 0...5, using: &random)).map { _ in KeyRange(lower: bound(), upper: bound()) }
+            let spans = KeySpans(ranges)
+            for key in keys {
+                let expected = ranges.contains { $0.contains(key) }
+                let got = key.withUnsafeBytes { spans.contains($0) }
+                if got != expected {
+                    Issue.record("\(ranges) holds \(key): \(expected), the spans say \(got)")
+                    return
+                }
+            }
+        }
+    }
+
     /// One observed query and the model's test of a record against it.
     struct Watched {
         let query: Query<Gauge>

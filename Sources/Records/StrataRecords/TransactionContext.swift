@@ -32,6 +32,12 @@ public final class TransactionContext {
     @exclusivity(unchecked) @usableFromInline var changes: [RecordChange]?
     /// Whether ``changes`` keep the records written (an observed query tests them).
     @usableFromInline var changesKeepRecords = false
+    /// Which changes the observed queries may need (taken as the transaction began); `nil`:
+    /// every one. The others are left out of ``changes`` (kept without their records when the
+    /// change feed records them).
+    var changeInterest: ChangeInterest?
+    /// What ``changeInterest`` wants of the type last written, and the type.
+    private var wantedOfType: (type: ObjectIdentifier, wanted: ChangeInterest.Wanted)?
     /// Whether ``changes`` must tell an insert from an update (a ``TransactionObserver`` is
     /// registered); if not, an insert without indexes reads nothing and is recorded as an update.
     @usableFromInline var changesNeedKinds = true
@@ -251,9 +257,23 @@ public final class TransactionContext {
     /// called only when ``changes`` is recorded.
     @inlinable
     func recordChange<R: Record>(_: R.Type, key: some Collection<UInt8>, _ kind: RecordChange.Kind, record: R? = nil) {
-        let kept = changesKeepRecords ? record.map { ChangedRecord(value: $0) } : nil
-        changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(key.dropFirst(prefix(R.self).count))),
-                                     kind: kind, record: kept))
+        let bare = key.dropFirst(prefix(R.self).count)
+        let wanted = bare.withContiguousStorageIfAvailable { wantsChange(R.self, key: UnsafeRawBufferPointer($0)) }
+            ?? Array(bare).withUnsafeBytes { wantsChange(R.self, key: $0) }
+        // Unwanted changes matter to the change feed only, which needs no record.
+        if !wanted && changeLog == nil { return }
+        let kept = changesKeepRecords && wanted ? record.map { ChangedRecord(value: $0) } : nil
+        changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(bare)), kind: kind, record: kept))
+    }
+
+    /// Whether an observed query may need the change of the record of type `R` stored as `key`
+    /// (without the keyspace's prefix): ``changeInterest``.
+    @usableFromInline
+    func wantsChange<R: Record>(_: R.Type, key: UnsafeRawBufferPointer) -> Bool {
+        guard let changeInterest else { return true }
+        let type = ObjectIdentifier(R.self)
+        if wantedOfType?.type != type { wantedOfType = (type, changeInterest.wanted(in: R.recordType.keyspace)) }
+        return wantedOfType!.wanted.contains(key)
     }
 
     // MARK: Reading

@@ -14,6 +14,9 @@ protocol LiveQueryGroup: AnyObject, Sendable {
     func withRecords(_ changes: [RecordChange], in ctx: TransactionContext) -> [RecordChange]
     /// Ends every observation of the group with `error`.
     func fail(_ error: any Error)
+    /// The keys (without the keyspace's prefix) whose changes its queries may need, started or
+    /// not; `nil` when they may need any change (a query not by key alone).
+    func interest() -> [KeyRange]?
 }
 
 /// Decides which observed queries of `R` a commit's changes concern, without asking each query:
@@ -109,9 +112,21 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
         }
     }
 
+    func interest() -> [KeyRange]? {
+        state.withLock { state in
+            var ranges: [KeyRange] = []
+            for member in state.members.values {
+                guard member.byKeyAlone else { return nil }
+                ranges += member.query.access.ranges.map(\.range)
+            }
+            return ranges
+        }
+    }
+
     func deliver(version: UInt64, _ changes: [RecordChange]) {
         state.withLock { state in
             if state.stale { rebuild(&state) }
+            let keyRanges = state.ranges[.key]
             var shares: [ObjectIdentifier: [RecordChange]] = [:]
             for change in changes {
                 if state.waiting > 0 {
@@ -120,7 +135,7 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
                 let key = change.key.bytes
                 var concerned: [ObjectIdentifier] = []
                 var candidates: [ObjectIdentifier] = []
-                for id in state.ranges[.key]?.stab(key) ?? [] {
+                for id in keyRanges?.stab(key) ?? [] {
                     if state.members[id]!.byKeyAlone { concerned.append(id) } else { candidates.append(id) }
                 }
                 if state.recordQueries > 0 {
@@ -195,21 +210,7 @@ struct RangeIndex {
     private var covering: [[ObjectIdentifier]] = []
 
     init(_ ranges: [(KeyRange, ObjectIdentifier)]) {
-        // Each range as [low, high) (`high` nil: no end); a byte string's successor is itself + 00.
-        let spans = ranges.compactMap { range, id -> ([UInt8], [UInt8]?, ObjectIdentifier)? in
-            let low: [UInt8] = switch range.lower {
-            case .unbounded: []
-            case .inclusive(let bound): bound
-            case .exclusive(let bound): bound + [0]
-            }
-            let high: [UInt8]? = switch range.upper {
-            case .unbounded: nil
-            case .inclusive(let bound): bound + [0]
-            case .exclusive(let bound): bound
-            }
-            if let high, Bytewise.compare(low, high) >= 0 { return nil }
-            return (low, high, id)
-        }
+        let spans = ranges.compactMap { range, id in range.span.map { ($0.low, $0.high, id) } }
         var points = Set<[UInt8]>()
         for (low, high, _) in spans {
             points.insert(low)

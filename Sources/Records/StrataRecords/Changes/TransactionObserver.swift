@@ -110,6 +110,9 @@ final class ObserverRegistry: Sendable {
         /// Finished tickets' changes, and whether they tell inserts from updates (a transaction
         /// that began with only observed queries does not: its changes go to them alone).
         var finished: [UInt64: (changes: [RecordChange], kinds: Bool)] = [:]
+        /// What write transactions record, computed when one begins after a query or observer
+        /// came or went (`nil` until then).
+        var interest: ChangeInterest?
     }
     private let state = Locked(State())
     /// Held while delivering, so deliveries never overlap (and so keep their order); a writer
@@ -123,8 +126,22 @@ final class ObserverRegistry: Sendable {
     /// changes (observed queries test them, and key queries keep their results from them), and
     /// whether it must tell an insert from an update (a ``TransactionObserver`` is told which;
     /// observed queries need not).
-    var recording: (keepsRecords: Bool, needsKinds: Bool) {
-        state.withLock { ($0.liveQueries > 0, !$0.observers.isEmpty) }
+    var recording: (keepsRecords: Bool, needsKinds: Bool, interest: ChangeInterest) {
+        state.withLock { state in
+            if state.interest == nil {
+                var keyspaces: [String: KeySpans?] = [:]
+                if state.observers.isEmpty {
+                    for (keyspace, groups) in state.groups {
+                        var ranges: [KeyRange]? = []
+                        for group in groups.values { ranges = group.interest().flatMap { mine in ranges.map { $0 + mine } } }
+                        // (`updateValue`: assigning `nil` would remove the keyspace, not want all of it.)
+                        if ranges?.isEmpty != true { keyspaces.updateValue(ranges.map(KeySpans.init), forKey: keyspace) }
+                    }
+                }
+                state.interest = ChangeInterest(everything: !state.observers.isEmpty, keyspaces: keyspaces)
+            }
+            return (state.liveQueries > 0, !state.observers.isEmpty, state.interest!)
+        }
     }
 
     /// The ticket the next observed writer takes. Read by a transaction holding the engine's
@@ -161,7 +178,10 @@ final class ObserverRegistry: Sendable {
     /// ``start(_:floor:holding:)``.
     func add<R>(_ query: LiveQuery<R>) {
         group(R.self).add(query)
-        state.withLock { $0.liveQueries += 1 }
+        state.withLock { state in
+            state.liveQueries += 1
+            state.interest = nil
+        }
     }
 
     /// The first snapshot of `query` holds the commits up to `floor` and the records keyed `holding`.
@@ -172,15 +192,24 @@ final class ObserverRegistry: Sendable {
     /// Removes an observed query.
     func remove<R>(_ query: LiveQuery<R>) {
         guard group(R.self).remove(query) else { return }
-        state.withLock { $0.liveQueries -= 1 }
+        state.withLock { state in
+            state.liveQueries -= 1
+            state.interest = nil
+        }
     }
 
     func add(_ observer: any TransactionObserver) {
-        state.withLock { $0.observers.append(observer) }
+        state.withLock { state in
+            state.observers.append(observer)
+            state.interest = nil
+        }
     }
 
     func remove(_ observer: any TransactionObserver) {
-        state.withLock { $0.observers.removeAll { $0 === observer } }
+        state.withLock { state in
+            state.observers.removeAll { $0 === observer }
+            state.interest = nil
+        }
     }
 
     /// The next ticket; taken by a writer holding the engine's writer gate.
@@ -217,8 +246,15 @@ final class ObserverRegistry: Sendable {
             for observer in observers { observer.didCommit(changes) }
             guard !groups.isEmpty else { continue }
             // Each group is handed the changes of its keyspace only; its version is the ticket + 1.
+            // (Looked up once per run of one keyspace's changes: a transaction mostly writes one type.)
             var byKeyspace: [String: [RecordChange]] = [:]
-            for change in changes where groups[change.keyspace] != nil { byKeyspace[change.keyspace, default: []].append(change) }
+            var run = changes.startIndex
+            while run < changes.endIndex {
+                let keyspace = changes[run].keyspace
+                let end = changes[run...].firstIndex { $0.keyspace != keyspace } ?? changes.endIndex
+                if groups[keyspace] != nil { byKeyspace[keyspace, default: []] += changes[run..<end] }
+                run = end
+            }
             for (keyspace, changes) in byKeyspace {
                 for group in groups[keyspace]!.values { group.deliver(version: ticket + 1, changes) }
             }
@@ -251,7 +287,7 @@ final class ObservedWrite: @unchecked Sendable {
         if let ticket { registry.finish(ticket, []) }
         ticket = nil
         ctx.changes = []
-        (ctx.changesKeepRecords, ctx.changesNeedKinds) = registry.recording
+        (ctx.changesKeepRecords, ctx.changesNeedKinds, ctx.changeInterest) = registry.recording
         let result = try ctx.runBody(body)
         changes = ctx.changes ?? []
         kinds = ctx.changesNeedKinds
