@@ -127,21 +127,35 @@ enum ChangeLog {
     /// and each change (keyspace position, kind, key bytes), and a CRC-32C over the chunk key and
     /// all of that.
     static func encodeChunk(key: [UInt8], committedAt: UInt64, writer: Int, total: Int, _ changes: ArraySlice<RecordChange>) -> [UInt8] {
+        // Keyspaces are looked up once per run of changes to one (a transaction mostly writes one type).
         var keyspaces: [String] = []
         var positions: [String: Int] = [:]
-        for change in changes where positions[change.keyspace] == nil {
-            positions[change.keyspace] = keyspaces.count
-            keyspaces.append(change.keyspace)
+        var last: (keyspace: String, position: Int)?
+        func position(of keyspace: String) -> Int {
+            if let last, last.keyspace == keyspace { return last.position }
+            let position = positions[keyspace] ?? {
+                positions[keyspace] = keyspaces.count
+                keyspaces.append(keyspace)
+                return keyspaces.count - 1
+            }()
+            last = (keyspace, position)
+            return position
         }
+        let keyspaceOfChange = changes.map { position(of: $0.keyspace) }
         var w = FieldWriter()
         w.write(committedAt)
         w.write(writer)
         w.writeVarint(UInt64(total))
         w.write(keyspaces)
         w.writeVarint(UInt64(changes.count))
-        for change in changes {
-            w.writeVarint(UInt64(positions[change.keyspace]!))
-            w.write(UInt8(kinds.firstIndex(of: change.kind)!))
+        for (change, keyspace) in zip(changes, keyspaceOfChange) {
+            w.writeVarint(UInt64(keyspace))
+            let kind: UInt8 = switch change.kind {  // `kinds`' order
+            case .insert: 0
+            case .update: 1
+            case .delete: 2
+            }
+            w.write(kind)
             w.writeBytes(change.key.bytes)
         }
         let checksum = key.withUnsafeBytes { k in w.bytes.withUnsafeBytes { RecordChecksum.of(key: k, value: $0) } }
@@ -268,8 +282,9 @@ enum ChangeLog {
 
     // MARK: Reading
 
-    /// The changes after `token` (from the oldest kept when `nil`), at most `limit` of them.
-    static func read(since token: ChangeToken?, limit: Int, in tx: any KeyValueReader) throws -> ChangeFeedPage {
+    /// The changes after `token` (from the oldest kept when `nil`), at most `limit` of them;
+    /// without the transactions the writer `skipped` made (a store's own), which are stepped over.
+    static func read(since token: ChangeToken?, limit: Int, skipping skipped: Int? = nil, in tx: any KeyValueReader) throws -> ChangeFeedPage {
         guard let settings = try settings(in: tx) else { throw RecordError.changeFeedOff }
         let last = try lastVersion(feed: settings.feed, in: tx)
         let first = try firstVersion(feed: settings.feed, in: tx) ?? last + 1
@@ -302,6 +317,15 @@ enum ChangeLog {
                 return false
             }
             do {
+                // A transaction of the writer skipped (a store's own, which its follower passes
+                // over) is stepped over whole, its changes not decoded: all its chunks are its.
+                if let skipped {
+                    let header = try decodeChunk(key: key, value: value, feed: settings.feed, changesToo: false)
+                    if header.writer == skipped {
+                        if header.version >= position.version { position = (header.version + 1, 0) }
+                        return true
+                    }
+                }
                 let chunk = try decodeChunk(key: key, value: value, feed: settings.feed)
                 let committed = Date(timeIntervalSince1970: Double(chunk.committedAt) / 1000)
                 for (offset, change) in chunk.changes.enumerated() {

@@ -169,7 +169,7 @@ final class FeedFollower: Sendable {
         var foreign: [RecordChange] = []
         var position = token
         while true {
-            let page = try ChangeLog.read(since: position, limit: 1_000, in: tx)
+            let page = try ChangeLog.read(since: position, limit: 1_000, skipping: store.writerID, in: tx)
             for entry in page.entries where entry.writer != store.writerID { foreign.append(entry.change) }
             position = page.next
             if page.isAtEnd { return (foreign, position) }
