@@ -89,17 +89,24 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         thread.start()
     }
 
-    /// Queues `job` to run on the thread, after the jobs queued before it.
+    /// Queues `job` to run on the thread, after the jobs queued before it; after ``shutdown()``,
+    /// runs it on a thread of its own (a task a failing case left behind still ends).
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        condition.withLock {
+        let late = condition.withLock {
+            if stopped { return true }
             jobs.append(job)
             condition.signal()
+            return false
+        }
+        if late {
+            let executor = asUnownedTaskExecutor()
+            Thread { job.runSynchronously(on: executor) }.start()
         }
     }
 
-    /// Ends the thread once the jobs queued so far have run. Tasks that prefer this executor
-    /// must be finished first: a job queued later never runs.
+    /// Ends the thread once the jobs queued so far have run; jobs queued later each run on a
+    /// thread of their own.
     public func shutdown() {
         condition.withLock {
             stopped = true

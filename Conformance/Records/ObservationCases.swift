@@ -133,115 +133,101 @@ struct ObservationWorkload {
 /// the model's log, with two processes writing where the engine allows it.
 enum ObservationCases {
     static let all: [ConformanceCase] = [
-        ConformanceCase("observation", "observers on disjoint ranges (1,000) and random commits (10,000) from two writers, in two processes where the engine allows: no spurious wake-up, none missed, the feed is the model's log") { ctx in
-            let (observers, commits) = (CaseStores.observation.observers, CaseStores.observation.commits)
-            let workload = ObservationWorkload(observers: observers)
-            let store = try ctx.recordStore()
-            try store.enableChangeFeed(retention: .forever)
-            let start = try store.changeFeedEnd()
-            let seed: UInt64 = 0x0B5E_17E5
-            let perWriter = commits / 2
-            let plans = [0, 1].map { workload.commits(seed: seed, writer: $0, count: perWriter) }
+        ConformanceCase("observation", "observers on disjoint ranges (1,000) and random commits (10,000) from two writers, in two processes where the engine allows, the change feed on: no spurious wake-up, none missed, the feed is the model's log") { ctx in
+            try run(ctx, feed: true)
+        },
+        ConformanceCase("observation", "observers on disjoint ranges (1,000) and random commits (10,000) from two threads, the change feed off (a transaction records only what the observers may need): no spurious wake-up, none missed") { ctx in
+            try run(ctx, feed: false)
+        },
+    ]
 
-            // The observers' iterators run on a thread of their own: a test suite holding the
-            // cooperative pool cannot hold them back.
-            let executor = ThreadExecutor(name: "strata-conformance-observers")
-            defer { executor.shutdown() }
-            let queries = (0..<workload.observedRanges).map { r in
-                Query<WatchedNote>(RecordQuery.all.then(Comparison.range((r * ObservationWorkload.width)..<((r + 1) * ObservationWorkload.width))))
-            }
-            final class Observed: Sendable {
-                let last: Locked<[[WatchedNote]?]>
-                let ready = Locked(0)
-                let snapshots = Locked(0)
-                let failures = Locked<[String]>([])
-                init(_ count: Int) { last = Locked(Array(repeating: nil, count: count)) }
-            }
-            let observed = Observed(queries.count)
-            // Each task returns its observation's wake-ups once cancelled (`next()` then ends it).
-            let tasks = queries.enumerated().map { i, query in
-                Task(executorPreference: executor) { () -> Int in
-                    var iterator = store.observe(query).makeAsyncIterator()
-                    do {
-                        let first = try await iterator.next()
-                        if first?.records.isEmpty != true { observed.failures.withLock { $0.append("observer \(i): a first snapshot of an empty store held records") } }
-                        observed.ready.withLock { $0 += 1 }
-                        while let snapshot = try await iterator.next() {
-                            observed.last.withLock { $0[i] = snapshot.records }
-                            observed.snapshots.withLock { $0 += 1 }
-                        }
-                    } catch {
-                        observed.failures.withLock { $0.append("observer \(i): \(error)") }
+    /// A case's body: with the feed on, the second writer is the peer process where the engine
+    /// declares `multiProcess` (and the peer serves ``RecordConformance/peerCommands``); otherwise
+    /// a second thread.
+    static func run(_ ctx: CaseContext, feed: Bool) throws {
+        let (observers, commits) = (CaseStores.observation.observers, CaseStores.observation.commits)
+        let workload = ObservationWorkload(observers: observers)
+        let store = try ctx.recordStore()
+        if feed { try store.enableChangeFeed(retention: .forever) }
+        let start = feed ? try store.changeFeedEnd() : nil
+        let seed: UInt64 = 0x0B5E_17E5
+        let perWriter = max(1, commits / 2)
+        let plans = [0, 1].map { workload.commits(seed: seed, writer: $0, count: perWriter) }
+
+        // The observers' iterators run on a thread of their own: a test suite holding the
+        // cooperative pool cannot hold them back.
+        let executor = ThreadExecutor(name: "strata-conformance-observers")
+        defer { executor.shutdown() }
+        let queries = (0..<workload.observedRanges).map { r in
+            Query<WatchedNote>(RecordQuery.all.then(Comparison.range((r * ObservationWorkload.width)..<((r + 1) * ObservationWorkload.width))))
+        }
+        final class Observed: Sendable {
+            let last: Locked<[[WatchedNote]?]>
+            let ready = Locked(0)
+            let snapshots = Locked(0)
+            let failures = Locked<[String]>([])
+            init(_ count: Int) { last = Locked(Array(repeating: nil, count: count)) }
+        }
+        let observed = Observed(queries.count)
+        // Each task returns its observation's wake-ups once cancelled (`next()` then ends it).
+        let tasks = queries.enumerated().map { i, query in
+            Task(executorPreference: executor) { () -> Int in
+                var iterator = store.observe(query).makeAsyncIterator()
+                do {
+                    let first = try await iterator.next()
+                    if first?.records.isEmpty != true { observed.failures.withLock { $0.append("observer \(i): a first snapshot of an empty store held records") } }
+                    observed.ready.withLock { $0 += 1 }
+                    while let snapshot = try await iterator.next() {
+                        observed.last.withLock { $0[i] = snapshot.records }
+                        observed.snapshots.withLock { $0 += 1 }
                     }
-                    return iterator.wakeUps
+                } catch {
+                    observed.failures.withLock { $0.append("observer \(i): \(error)") }
                 }
+                return iterator.wakeUps
             }
-            defer { for task in tasks { task.cancel() } }
-            let registering = Date().addingTimeInterval(300)
-            while observed.ready.withLock({ $0 }) < queries.count && observed.failures.withLock({ $0.isEmpty }) && Date() < registering { Thread.sleep(forTimeInterval: 0.01) }
-            try expectEqual(observed.failures.withLock { $0 }, [], "observations that failed to start")
-            try expectEqual(observed.ready.withLock { $0 }, queries.count, "observations started within 300 s")
+        }
+        defer { for task in tasks { task.cancel() } }
+        let registering = Date().addingTimeInterval(300)
+        while observed.ready.withLock({ $0 }) < queries.count && observed.failures.withLock({ $0.isEmpty }) && Date() < registering { Thread.sleep(forTimeInterval: 0.01) }
+        try expectEqual(observed.failures.withLock { $0 }, [], "observations that failed to start")
+        try expectEqual(observed.ready.withLock { $0 }, queries.count, "observations started within 300 s")
 
-            // Writer 0 here; writer 1 in the peer process, or on a second thread where the engine
-            // is one process's (or the case's stores carry transforms the peer cannot open).
-            let twoProcesses = ctx.engine.capabilities.contains(.multiProcess) && !CaseStores.hasTransforms
-            if twoProcesses {
-                let peer = try ctx.peer()
-                peer.send("observation-writes \(seed) 1 \(perWriter) \(observers)")
-                try ObservationWorkload.write(plans[0], to: store)
-                let reply = try peer.nextLine(within: 1_200)
-                try expectEqual(reply, "wrote \(perWriter)", "the peer process's writes")
-            } else {
-                let second = BackgroundThread { try ObservationWorkload.write(plans[1], to: store) }
-                try ObservationWorkload.write(plans[0], to: store)
-                try second.join()
+        // Writer 0 here; writer 1 in the peer process, or on a second thread where the engine
+        // is one process's, the feed is off (the peer's commits would be invisible here), the
+        // case's stores carry transforms the peer cannot open, or the peer lacks the command.
+        var peer: PeerProcess?
+        if feed && ctx.engine.capabilities.contains(.multiProcess) && !CaseStores.hasTransforms {
+            let process = try ctx.peer()
+            process.send("observation-writes \(seed) 1 0 \(observers)")
+            let answer = try process.nextLine()
+            if answer == "wrote 0" { peer = process } else if !answer.hasPrefix("error unknown command") {
+                throw ConformanceFailure("the peer process, observation-writes: \(answer)")
             }
+        }
+        if let peer {
+            peer.send("observation-writes \(seed) 1 \(perWriter) \(observers)")
+            try ObservationWorkload.write(plans[0], to: store)
+            let reply = try peer.nextLine(within: 1_200)
+            try expectEqual(reply, "wrote \(perWriter)", "the peer process's writes")
+        } else {
+            let second = BackgroundThread { try ObservationWorkload.write(plans[1], to: store) }
+            try ObservationWorkload.write(plans[0], to: store)
+            try second.join()
+        }
 
-            // The model: each writer's records and log, and which commits concerned each range.
-            var model: [Int: Int] = [:]
-            let logs = plans.map { ObservationWorkload.replay($0, on: &model) }
-            var touching = Array(repeating: [0, 0], count: queries.count)
-            for (writer, log) in logs.enumerated() {
-                for commit in log {
-                    for range in Set(try commit.compactMap { workload.range(of: try ObservationWorkload.id($0.key)) }) { touching[range][writer] += 1 }
-                }
+        // The model: each writer's records and log, and which commits concerned each range.
+        var model: [Int: Int] = [:]
+        let logs = plans.map { ObservationWorkload.replay($0, on: &model) }
+        var touching = Array(repeating: [0, 0], count: queries.count)
+        for (writer, log) in logs.enumerated() {
+            for commit in log {
+                for range in Set(try commit.compactMap { workload.range(of: try ObservationWorkload.id($0.key)) }) { touching[range][writer] += 1 }
             }
+        }
 
-            // Every observer comes to its fresh query, which is the model's range.
-            let fresh = try store.withReadTransaction { tx in try queries.map { try $0.select(in: tx) } }
-            for (r, records) in fresh.enumerated() {
-                let expected = model.filter { workload.range(of: $0.key) == r }.sorted { $0.key < $1.key }.map { WatchedNote(id: $0.key, value: $0.value) }
-                try expectEqual(records, expected, "range \(r) read fresh against the model")
-            }
-            // Waits while snapshots keep coming: a missed change shows as a minute without one.
-            var (seen, quiet) = (-1, Date())
-            func behind() -> [Int] { observed.last.withLock { last in queries.indices.filter { (last[$0] ?? []) != fresh[$0] } } }
-            while !behind().isEmpty && observed.failures.withLock({ $0.isEmpty }) {
-                let now = observed.snapshots.withLock { $0 }
-                if now != seen { (seen, quiet) = (now, Date()) } else if Date().timeIntervalSince(quiet) > 60 { break }
-                Thread.sleep(forTimeInterval: 0.02)
-            }
-            try expectEqual(observed.failures.withLock { $0 }, [], "observations that failed")
-            let late = behind()
-            try expectTrue(late.isEmpty, "\(late.count) observers' last snapshots differ from a fresh query, and none came for 60 s (first: range \(late.first ?? -1): \(observed.last.withLock { $0[late.first ?? 0] ?? [] }) observed, \(fresh[late.first ?? 0]) stored)")
-
-            // Wake-ups: this process's commits wake exactly the ranges they wrote, once each;
-            // the other process's arrive in the batches the follower reads (at least one, at most
-            // one per commit); ranges nobody writes never wake.
-            for task in tasks { task.cancel() }
-            let wakeUps = try blockingAwait(on: executor) { () -> [Int] in
-                var wakeUps: [Int] = []
-                for task in tasks { wakeUps.append(await task.value) }
-                return wakeUps
-            }
-            for (r, wakes) in wakeUps.enumerated() {
-                let (own, other) = twoProcesses ? (touching[r][0], touching[r][1]) : (touching[r][0] + touching[r][1], 0)
-                if r >= workload.writtenRanges { try expectEqual(wakes, 0, "wake-ups of range \(r), which nobody writes") }
-                try expectTrue(wakes >= own + (other > 0 ? 1 : 0) && wakes <= own + other,
-                               "range \(r): \(wakes) wake-ups for \(own) commits of this process and \(other) of the other")
-            }
-
-            // The feed: versions one per commit from the start, each writer's commits in its order.
+        // The feed: versions one per commit from the start, each writer's commits in its order.
+        if let start {
             var entries: [ChangeFeedEntry] = []
             var token: ChangeToken? = start
             while true {
@@ -259,6 +245,53 @@ enum ObservationCases {
                 let commits = try byVersion.filter { try ObservationWorkload.writer(of: $0.changes[0].key) == writer }.map(\.changes)
                 try expectSameList(commits.map { "\($0)" }, logs[writer].map { "\($0)" }, "writer \(writer)'s commits in the feed")
             }
-        },
-    ]
+        }
+
+        // Every observer comes to its fresh query, which is the model's range.
+        let fresh = try store.withReadTransaction { tx in try queries.map { try $0.select(in: tx) } }
+        for (r, records) in fresh.enumerated() {
+            let expected = model.filter { workload.range(of: $0.key) == r }.sorted { $0.key < $1.key }.map { WatchedNote(id: $0.key, value: $0.value) }
+            try expectEqual(records, expected, "range \(r) read fresh against the model")
+        }
+        // Waits while snapshots keep coming: a missed change shows as a minute without one.
+        var (seen, quiet) = (-1, Date())
+        func behind() -> [Int] { observed.last.withLock { last in queries.indices.filter { (last[$0] ?? []) != fresh[$0] } } }
+        while !behind().isEmpty && observed.failures.withLock({ $0.isEmpty }) {
+            let now = observed.snapshots.withLock { $0 }
+            if now != seen { (seen, quiet) = (now, Date()) } else if Date().timeIntervalSince(quiet) > 60 { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        try expectEqual(observed.failures.withLock { $0 }, [], "observations that failed")
+        let late = behind()
+        try expectTrue(late.isEmpty, "\(late.count) observers' last snapshots differ from a fresh query, and none came for 60 s (first: range \(late.first ?? -1): \(observed.last.withLock { $0[late.first ?? 0] ?? [] }) observed, \(fresh[late.first ?? 0]) stored)")
+
+        // This process's commits may still be on their way to the observers (a writer returns
+        // before another thread delivers its commit): a last commit, told to a transaction
+        // observer, is delivered after every earlier one.
+        final class Marker: TransactionObserver {
+            let told = DispatchSemaphore(value: 0)
+            func didCommit(_ changes: [RecordChange]) { if changes.contains(where: { $0.keyspace == "WatchedNote" }) { told.signal() } }
+        }
+        let marker = Marker()
+        store.add(observer: marker)
+        try store.insert(WatchedNote(id: ObservationWorkload.unobserved + 10_000, value: 0))
+        guard marker.told.wait(timeout: .now() + 60) == .success else { throw ConformanceFailure("a last commit was not delivered within 60 s") }
+        store.remove(observer: marker)
+
+        // Wake-ups: this process's commits wake exactly the ranges they wrote, once each; the
+        // other process's arrive in the batches the follower reads (at most one per commit);
+        // ranges nobody writes never wake.
+        for task in tasks { task.cancel() }
+        let wakeUps = try blockingAwait(on: executor) { () -> [Int] in
+            var wakeUps: [Int] = []
+            for task in tasks { wakeUps.append(await task.value) }
+            return wakeUps
+        }
+        for (r, wakes) in wakeUps.enumerated() {
+            let (own, other) = peer != nil ? (touching[r][0], touching[r][1]) : (touching[r][0] + touching[r][1], 0)
+            if r >= workload.writtenRanges { try expectEqual(wakes, 0, "wake-ups of range \(r), which nobody writes") }
+            try expectTrue(wakes >= own && wakes <= own + other,
+                           "range \(r): \(wakes) wake-ups for \(own) commits of this process and \(other) of the other")
+        }
+    }
 }

@@ -19,14 +19,17 @@ final class DroppingEngine: KeyValueEngine, Sendable {
     /// Asked once a write's body returned, with whether it put or deleted anything: `true` fails
     /// its commit (the inner transaction rolls back).
     let failsCommit: @Sendable (_ wrote: Bool) -> Bool
+    /// Called at each `write` before the inner engine's (before its writer gate).
+    let beforeWrite: @Sendable () -> Void
     var engineName: String { inner.engineName }
     var capabilities: EngineCapabilities { inner.capabilities }
     var limits: EngineLimits { inner.limits }
     func makeCommitSignal() -> (any CommitSignal)? { inner.makeCommitSignal() }
 
     init(_ inner: any KeyValueEngine, drops: @escaping Rule = { _, _ in false }, fails: @escaping Rule = { _, _ in false },
-         failsCommit: @escaping @Sendable (_ wrote: Bool) -> Bool = { _ in false }) {
+         failsCommit: @escaping @Sendable (_ wrote: Bool) -> Bool = { _ in false }, beforeWrite: @escaping @Sendable () -> Void = {}) {
         self.inner = inner
+        self.beforeWrite = beforeWrite
         self.drops = drops
         self.fails = fails
         self.failsCommit = failsCommit
@@ -37,7 +40,8 @@ final class DroppingEngine: KeyValueEngine, Sendable {
     }
 
     func write<R>(_ body: (any KeyValueWriter) throws -> R) throws -> R {
-        try inner.write {
+        beforeWrite()
+        return try inner.write {
             let transaction = DroppingTransaction($0, drops: drops, fails: fails)
             let result = try body(transaction)
             if failsCommit(transaction.wrote) { throw InjectedFailure() }

@@ -74,6 +74,51 @@ final class SnapshotCollector: Sendable {
 
 @Suite("Observing queries, on every engine")
 struct QueryObservationTests {
+    @Test("a query whose first snapshot is read between a writer's start and its turn at the writer gate gets that writer's commit (nothing observed, or only other ranges, when the writer started)",
+          arguments: [EngineKind.memory, .lmdb], [false, true])
+    func registeredBeforeAWriterTakesTheGate(kind: EngineKind, otherRangeObserved: Bool) async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        // The hook runs once, in the writer's `write` call before the engine's gate: there the
+        // query registers and reads its first snapshot (taking the gate and leaving it).
+        final class Hook: Sendable { let action = Locked<(@Sendable () -> Void)?>(nil) }
+        let hook = Hook()
+        let engine = DroppingEngine(try kind.open(dir.path), beforeWrite: { hook.action.withLock { action in defer { action = nil }; return action }?() })
+        let store = try Store(engine: engine)
+        defer { try? store.close() }
+        var other = store.observe(Query<Gauge>(RecordQuery.all.equal(1))).makeAsyncIterator()
+        if otherRangeObserved { _ = try await other.next() }
+
+        final class Seen: Sendable {
+            let first = Locked<[Gauge]?>(nil), next = Locked<[Gauge]?>(nil)
+            let registered = DispatchSemaphore(value: 0)
+        }
+        let seen = Seen()
+        hook.action.withLock { action in
+            action = {
+                Task.detached {
+                    var iterator = store.observe(Query<Gauge>(RecordQuery.all.equal(2))).makeAsyncIterator()
+                    let first = try? await iterator.next()
+                    seen.first.withLock { $0 = first?.records }
+                    seen.registered.signal()
+                    let next = try? await iterator.next()
+                    seen.next.withLock { $0 = next?.records }
+                }
+                seen.registered.wait()
+            }
+        }
+        // On a thread of its own (the hook waits there; an async write would hold the engine's
+        // transaction thread, which the query's first snapshot needs).
+        let writer = BackgroundThread { try store.insert(Gauge(group: 2, id: 1, zone: 1, level: 1)) }
+        var deadline = PatientDeadline(.seconds(60))  // a correct run takes milliseconds
+        while seen.first.withLock({ $0 }) == nil && !deadline.passed() { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(seen.first.withLock { $0 } == [], "the first snapshot is read before the writer's commit")
+        while seen.next.withLock({ $0 }) == nil && !deadline.passed() { try await Task.sleep(for: .milliseconds(10)) }
+        let next = seen.next.withLock { $0 }
+        #expect(next?.map(\.id) == [1], "the writer's commit, made after the first snapshot, reached the query")
+        try writer.join()
+    }
+
     @Test("the spans a write transaction records changes in hold exactly the keys of the observed ranges (overlapping, touching, open, empty)")
     func keySpans() {
         var random = SeededRandom(seed: 0x5BA45)

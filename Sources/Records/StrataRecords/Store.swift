@@ -113,9 +113,8 @@ public final class Store: Sendable {
     /// its records are deleted keeps them deleted if the body catches the error and commits.
     @discardableResult
     public func withTransaction<R>(_ body: (TransactionContext) throws -> R) throws -> R {
-        guard observers.isObserved else {
-            return try engine.write { tx in try TransactionContext(store: self, reader: tx, writer: tx).runBody(body) }
-        }
+        // Whether anyone observes is asked under the writer gate: a query whose first snapshot
+        // is read between an earlier look and this transaction's start would miss its commit.
         let observed = ObservedWrite(observers)
         defer { observed.finish() }
         return observed.committing(try engine.write { tx in try observed.run(body, TransactionContext(store: self, reader: tx, writer: tx)) })
@@ -133,10 +132,7 @@ public final class Store: Sendable {
     /// code cannot be interrupted) and commits or rolls back as usual.
     @discardableResult
     public func withTransaction<R: Sendable>(_ body: @Sendable (TransactionContext) throws -> R) async throws -> R {
-        guard observers.isObserved else {
-            return try await engine.write { tx in try TransactionContext(store: self, reader: tx, writer: tx).runBody(body) }
-        }
-        let observed = ObservedWrite(observers)
+        let observed = ObservedWrite(observers)  // asks whether anyone observes under the gate, as above
         defer { observed.finish() }
         return observed.committing(try await engine.write { tx in try observed.run(body, TransactionContext(store: self, reader: tx, writer: tx)) })
     }

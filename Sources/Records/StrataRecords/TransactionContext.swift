@@ -28,7 +28,8 @@ public final class TransactionContext {
     /// The entry keys of an indexed write, reused from one write to the next.
     @exclusivity(unchecked) @usableFromInline var entryWrites: EntryWrites?
     /// The record changes this transaction made, in order, when an observer is registered
-    /// (``TransactionObserver``); `nil` otherwise, and then nothing is recorded.
+    /// (``TransactionObserver``), a query observed or the change feed on: those ``changeInterest``
+    /// wants, and with the feed on all of them; `nil` otherwise, and then nothing is recorded.
     @exclusivity(unchecked) @usableFromInline var changes: [RecordChange]?
     /// Whether ``changes`` keep the records written (an observed query tests them).
     @usableFromInline var changesKeepRecords = false

@@ -101,7 +101,9 @@ struct EtcdConformance: ParsableCommand {
 
     func run() throws {
         let scale = observation.split(separator: ",").compactMap { Int($0) }
-        guard scale.count == 2 else { throw ValidationError("--observation takes OBSERVERS,COMMITS, got \(observation)") }
+        guard scale.count == 2, scale[0] >= 3, scale[1] >= 2 else {
+            throw ValidationError("--observation takes OBSERVERS,COMMITS (at least 3 observers and 2 commits), got \(observation)")
+        }
         var local: LocalCluster?
         let endpoints: [String]
         if cluster.endpoints != nil {

@@ -128,7 +128,6 @@ final class FeedFollower: Sendable {
         }
         // Then under it: the changes, the records as they are now, and a ticket that orders them
         // after every commit of this process before them and before every one after.
-        let groups = store.observers.foreignGroups()
         // The ticket is taken under the gate and always finished: with the changes once the
         // transaction returned, empty when it threw after taking it (a commit that failed: LMDB
         // growing its map while other processes write, a disk full). One left open would hold
@@ -136,6 +135,9 @@ final class FeedFollower: Sendable {
         let write = ObservedWrite(store.observers)
         defer { write.finish() }
         let deliver = { (tx: any KeyValueReader) throws -> ChangeToken in
+            // The groups as the gate finds them: a first query of a type registered before it
+            // reads its snapshot after these changes, and needs them delivered.
+            let groups = store.observers.foreignGroups()
             let (foreign, next) = try Self.foreignChanges(since: token, of: store, in: tx)
             let ctx = TransactionContext(store: store, reader: tx, writer: nil)
             var changes: [RecordChange] = []

@@ -150,8 +150,10 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
                             for id in candidates where !now.contains(id) && state.members[id]!.query.access.passesResidual(record) { now.append(id) }
                         } else {
                             // Written without its record (a writer that began before any such query
-                            // was observed): every query may hold it; each reads again.
-                            now = state.members.filter { $0.value.started && !$0.value.byKeyAlone }.map(\.key)
+                            // was observed, or recorded it for the change feed only): every query
+                            // may hold it and reads again, but for those whose first snapshot came
+                            // after this commit (they hold it as read, and ignore its delivery).
+                            now = state.members.filter { $0.value.started && !$0.value.byKeyAlone && $0.value.query.floor < version }.map(\.key)
                         }
                     }
                     let was = state.holders[key] ?? []

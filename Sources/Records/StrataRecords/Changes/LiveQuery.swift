@@ -114,6 +114,9 @@ final class LiveQuery<R: Record & Sendable>: Sendable {
 
     /// How many commits concerned the query.
     var wakes: Int { state.withLock { $0.wakes } }
+
+    /// The version of the commits its first snapshot holds (those up to it are not delivered).
+    var floor: UInt64 { state.withLock { $0.floor } }
 }
 
 /// Where a query finds records: by their key, or by the values of their entries in an index.

@@ -22,8 +22,9 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
     public let kind: Kind
 
     /// The record as written, for an insert or update recorded while a live query observes the
-    /// store (``Store/observe(_:limit:order:)``), which tests it against its query without a read;
-    /// `nil` otherwise. Not part of the change's equality.
+    /// store (``Store/observe(_:limit:order:)``) that may need it (`ChangeInterest`), which tests
+    /// it against its query without a read; `nil` otherwise (a change recorded for the change
+    /// feed only, too). Not part of the change's equality.
     let record: ChangedRecord?
 
     /// A change, as the write funnel records it.
@@ -286,6 +287,9 @@ final class ObservedWrite: @unchecked Sendable {
     func run<R>(_ body: (TransactionContext) throws -> R, _ ctx: TransactionContext) throws -> R {
         if let ticket { registry.finish(ticket, []) }
         ticket = nil
+        // Nobody observes: nothing is recorded and no ticket taken (asked under the writer gate,
+        // so a query registered later reads its first snapshot after this commit).
+        guard registry.isObserved else { return try ctx.runBody(body) }
         ctx.changes = []
         (ctx.changesKeepRecords, ctx.changesNeedKinds, ctx.changeInterest) = registry.recording
         let result = try ctx.runBody(body)
