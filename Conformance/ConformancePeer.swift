@@ -5,7 +5,7 @@ import StrataEngine
 /// provides, which opens the case's store and follows commands on standard input.
 ///
 /// Give the suite the command that starts it (``EngineUnderTest/peer``); the executable calls
-/// ``ConformancePeer/serve(_:)`` with the same engine:
+/// ``ConformancePeer/serve(_:commands:)`` with the same engine:
 ///
 /// ```swift
 /// // main.swift of a helper executable in the engine's package

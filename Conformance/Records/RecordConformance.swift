@@ -29,7 +29,7 @@ public enum RecordConformance {
 
     /// The commands the observation cases (`observation/…`) send the peer process: serve them
     /// from the engine's helper executable, so those cases write from two processes where the
-    /// engine declares `multiProcess` (``ConformancePeer``).
+    /// engine declares `multiProcess` (`ConformancePeer`).
     ///
     /// ```swift
     /// try ConformancePeer.serve(subject, commands: RecordConformance.peerCommands)
