@@ -140,6 +140,7 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
                 }
                 if state.recordQueries > 0 {
                     // Queries that now hold the record (not by key alone), and those that held it.
+                    let was = state.holders[key] ?? []
                     var now: [ObjectIdentifier] = []
                     if change.kind != .delete {
                         if let record = change.record?.value as? R {
@@ -151,12 +152,13 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
                         } else {
                             // Written without its record (a writer that began before any such query
                             // was observed, or recorded it for the change feed only): every query
-                            // may hold it and reads again, but for those whose first snapshot came
-                            // after this commit (they hold it as read, and ignore its delivery).
-                            now = state.members.filter { $0.value.started && !$0.value.byKeyAlone && $0.value.query.floor < version }.map(\.key)
+                            // may hold it and reads again, but for those whose first snapshot holds
+                            // this commit: they keep what the snapshot said (and ignore its delivery).
+                            now = state.members.filter { id, member in
+                                member.started && !member.byKeyAlone && (member.query.floor < version || was.contains(id))
+                            }.map(\.key)
                         }
                     }
-                    let was = state.holders[key] ?? []
                     if !was.isEmpty || !now.isEmpty {
                         for id in was where !now.contains(id) { state.members[id]?.holding.remove(key) }
                         for id in now where !was.contains(id) { state.members[id]?.holding.insert(key) }
