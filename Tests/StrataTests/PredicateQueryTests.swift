@@ -290,7 +290,7 @@ struct PredicateQueryTests {
                     if Bool.random(using: &rng) {
                         try ctx.insert(c)
                         model[c.primaryKey] = c
-                    } else if let victim = model.values.filter({ $0.id >= 40 }).randomElement(using: &rng) {
+                    } else if let victim = model.values.filter({ $0.id >= 40 }).sorted(by: { $0.primaryKey < $1.primaryKey }).randomElement(using: &rng) {
                         _ = try ctx.delete(victim)
                         model[victim.primaryKey] = nil
                         touched.insert(victim.primaryKey)
