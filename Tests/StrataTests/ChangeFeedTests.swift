@@ -136,5 +136,77 @@ struct ChangeFeedTests {
         let chunk = try key.withUnsafeBytes { k in try value.withUnsafeBytes { try ChangeLog.decodeChunk(key: k, value: $0, feed: 5) } }
         #expect(chunk.total == 5_000 && chunk.first == 4_999 && chunk.changes == [change])
     }
-}
 
+    /// A transaction's chunks are encoded as its changes are made (`ChangeLogChunks`): each chunk
+    /// fits its budget (but for a first change larger than it), lists only its own changes'
+    /// keyspaces, and together they hold every change in order.
+    @Test("chunks built change by change fit the budget, list their own keyspaces only and hold every change in order")
+    func chunksAsChangesAreMade() throws {
+        var rng = SeededGenerator(seed: 44)
+        for budget in [64, 200, 1_000, 100_000] {
+            let settings = ChangeLog.Settings(feed: 5, retention: ChangeFeedRetention())
+            var chunks = ChangeLogChunks(settings: settings, version: 3, expired: [], maxValueLength: budget * 2)
+            let keyspaces = ["A", "Bee", "Ç", "dee-long-keyspace-name"]
+            var made: [RecordChange] = []
+            for _ in 0..<500 {
+                // Runs of one keyspace, as transactions mostly write, and single changes between.
+                let keyspace = keyspaces[Int.random(in: 0..<4, using: &rng)]
+                for _ in 0..<Int.random(in: 1...5, using: &rng) {
+                    let key = (0..<Int.random(in: 0...(budget > 100 ? 90 : 120), using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                    let kind = [RecordChange.Kind.insert, .update, .delete][Int.random(in: 0..<3, using: &rng)]
+                    key.withUnsafeBytes { chunks.append(keyspace: keyspace, kind, key: $0) }
+                    made.append(RecordChange(keyspace: keyspace, key: EncodedIndexKey(bytes: key), kind: kind))
+                }
+            }
+            var read: [RecordChange] = []
+            let values = chunks.values(committedAt: 1_700_000_000_000, writer: 9)
+            #expect(values.count > 1 || budget == 100_000, "budget \(budget): \(values.count) chunks")
+            for (key, value) in values {
+                let chunk = try key.withUnsafeBytes { k in try value.withUnsafeBytes { try ChangeLog.decodeChunk(key: k, value: $0, feed: 5) } }
+                #expect(chunk.version == 3 && chunk.first == read.count && chunk.total == made.count && chunk.writer == 9)
+                var listed: [String] = []
+                for change in chunk.changes where !listed.contains(change.keyspace) { listed.append(change.keyspace) }
+                let names = try value.withUnsafeBytes { raw in
+                    var r = FieldReader(raw)
+                    _ = try r.read(UInt64.self); _ = try r.read(Int.self); _ = try r.readVarint()
+                    return try r.read([String].self)
+                }
+                #expect(names == listed, "budget \(budget): the chunk lists \(names), its changes name \(listed)")
+                let changeBytes = chunk.changes.reduce(0) { $0 + $1.key.bytes.count + 8 } + listed.reduce(0) { $0 + $1.utf8.count + 2 }
+                #expect(chunk.changes.count == 1 || changeBytes <= budget, "budget \(budget): a chunk of \(changeBytes) bytes")
+                read += chunk.changes
+            }
+            #expect(read == made, "budget \(budget)")
+        }
+    }
+
+    /// A writer trims up to twice the chunks it wrote and 16 more. It looks for the first 32 as
+    /// it begins; a transaction of more chunks looks again as it ends.
+    @Test("a writer trims up to twice the chunks it wrote and 16 more, also past the 32 it looks for as it begins")
+    func trimBudget() throws {
+        let long = String(repeating: "w", count: 400)
+        for names in [1, 1_000] {  // 1,000 keys of ~410 bytes fill 13 chunks of 32 KiB
+            try withStore(.memory) { store, _ in
+                try store.enableChangeFeed(retention: .forever)
+                for i in 0..<100 { try store.insert(Person(lastName: "\(i)", firstName: "", age: 1)) }
+                // The retention shrunk without the trim that turning the feed on again would run:
+                // the next writer finds all 100 transactions expired.
+                try store.engine.write { tx in
+                    var settings = try ChangeLog.settings(in: tx)!
+                    settings.maxCommits = 1
+                    try tx.put(settings.encoded(), forKey: SystemKey.changeFeed)
+                }
+                try store.withTransaction { ctx in for i in 0..<names { try ctx.insert(Person(lastName: "\(long)\(i)", firstName: "", age: 1)) } }
+                let versions = try store.engine.read { tx in
+                    let feed = try ChangeLog.settings(in: tx)!.feed
+                    return try tx.keys(ChangeLog.range(feed: feed)).map { key in try key.withUnsafeBytes { try ChangeLog.position(ofChunk: $0, feed: feed).version } }
+                }
+                let written = versions.filter { $0 == 101 }.count
+                #expect(names == 1 ? written == 1 : written > 9, "\(names) changes: \(written) chunks")
+                let trimmed = min(100, 2 * written + 16)
+                #expect(versions == Array(UInt64(trimmed + 1)...100) + Array(repeating: 101, count: written),
+                        "\(names) changes, \(written) chunks: versions \(versions.first ?? 0)... of \(versions.count) chunks left")
+            }
+        }
+    }
+}

@@ -27,25 +27,27 @@ public final class TransactionContext {
     @exclusivity(unchecked) @usableFromInline var spareBuffer: [UInt8]?
     /// The entry keys of an indexed write, reused from one write to the next.
     @exclusivity(unchecked) @usableFromInline var entryWrites: EntryWrites?
-    /// The record changes this transaction made, in order, when an observer is registered
-    /// (``TransactionObserver``), a query observed or the change feed on: those ``changeInterest``
-    /// wants, and with the feed on all of them; `nil` otherwise, and then nothing is recorded.
+    /// The record changes this transaction made that ``changeInterest`` wants, in order, when an
+    /// observer is registered (``TransactionObserver``) or a query observed; `nil` otherwise. (The
+    /// change feed's are encoded into ``changeLog`` instead.)
     @exclusivity(unchecked) @usableFromInline var changes: [RecordChange]?
     /// Whether ``changes`` keep the records written (an observed query tests them).
     @usableFromInline var changesKeepRecords = false
     /// Which changes the observed queries may need (taken as the transaction began); `nil`:
-    /// every one. The others are left out of ``changes`` (kept without their records when the
-    /// change feed records them).
+    /// every one. The others are left out of ``changes``.
     var changeInterest: ChangeInterest?
     /// What ``changeInterest`` wants of the type last written, and the type.
     private var wantedOfType: (type: ObjectIdentifier, wanted: ChangeInterest.Wanted)?
     /// Whether ``changes`` must tell an insert from an update (a ``TransactionObserver`` is
     /// registered); if not, an insert without indexes reads nothing and is recorded as an update.
     @usableFromInline var changesNeedKinds = true
-    /// The store's change feed settings when this write transaction found the feed on
-    /// (``checkChangeLog()``, at its first record use); then its changes are recorded and
-    /// appended to the feed as its body returns.
-    @exclusivity(unchecked) @usableFromInline var changeLog: ChangeLog.Settings?
+    /// This write transaction's changes for the store's change feed, encoded as they are made,
+    /// when it found the feed on (``checkChangeLog()``, at its first record use); appended to the
+    /// feed as its body returns.
+    @exclusivity(unchecked) @usableFromInline var changeLog: ChangeLogChunks?
+    /// Whether this transaction records its changes: for observers (``changes``), the change
+    /// feed (``changeLog``), or both.
+    @inlinable var recordsChanges: Bool { changes != nil || changeLog != nil }
     /// Whether ``changeLog`` was looked up (once per write transaction).
     @exclusivity(unchecked) @usableFromInline var changeLogChecked = false
     /// How the store seals and opens record values (its transforms, from the manifest).
@@ -133,7 +135,7 @@ public final class TransactionContext {
         // Observed: whether the key held a record, read before the put and recorded after it (a
         // put that throws, caught by the body, changed nothing).
         let old = !returningReplaced ? nil : try storedRecord(R.self, key: buffer.writer.bytes[..<keyLength], withValue: false)?.record
-        let replaced = changes == nil ? nil : returningReplaced ? old != nil : !changesNeedKinds ? true
+        let replaced = !recordsChanges ? nil : returningReplaced ? old != nil : !changesNeedKinds ? true
             : try buffer.writer.bytes.withUnsafeBytes { try reader.withValue(forKey: UnsafeRawBufferPointer(rebasing: $0[..<keyLength])) { $0 != nil } }
         try buffer.writer.bytes.withUnsafeBytes { stored in
             try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
@@ -221,7 +223,7 @@ public final class TransactionContext {
             guard try reader.exists(key) else { return (false, nil) }
             try writer.delete(key)
         }
-        if changes != nil { recordChange(R.self, key: key, .delete) }
+        if recordsChanges { recordChange(R.self, key: key, .delete) }
         return (true, returningRemoved ? removed : nil)
     }
 
@@ -238,7 +240,7 @@ public final class TransactionContext {
                 removed += try clearIndexed(R.self, range, indexes: indexes, writer: writer)
                 continue
             }
-            guard changes != nil else {
+            guard recordsChanges else {
                 removed += try writer.clear(range)
                 continue
             }
@@ -255,15 +257,21 @@ public final class TransactionContext {
     }
 
     /// Records a change of the record of type `R` stored as `key` (keyspace prefix included);
-    /// called only when ``changes`` is recorded.
+    /// called only when ``recordsChanges``: for the change feed, every change, without its
+    /// record; for observers, those ``changeInterest`` wants, with the record when they keep it.
     @inlinable
     func recordChange<R: Record>(_: R.Type, key: some Collection<UInt8>, _ kind: RecordChange.Kind, record: R? = nil) {
         let bare = key.dropFirst(prefix(R.self).count)
-        let wanted = bare.withContiguousStorageIfAvailable { wantsChange(R.self, key: UnsafeRawBufferPointer($0)) }
-            ?? Array(bare).withUnsafeBytes { wantsChange(R.self, key: $0) }
-        // Unwanted changes matter to the change feed only, which needs no record.
-        if !wanted && changeLog == nil { return }
-        let kept = changesKeepRecords && wanted ? record.map { ChangedRecord(value: $0) } : nil
+        if bare.withContiguousStorageIfAvailable({ recordChange(R.self, key: UnsafeRawBufferPointer($0), kind, record: record) }) == nil {
+            Array(bare).withUnsafeBytes { recordChange(R.self, key: $0, kind, record: record) }
+        }
+    }
+
+    @usableFromInline
+    func recordChange<R: Record>(_: R.Type, key bare: UnsafeRawBufferPointer, _ kind: RecordChange.Kind, record: R?) {
+        changeLog?.append(keyspace: R.recordType.keyspace, kind, key: bare)
+        guard changes != nil, wantsChange(R.self, key: bare) else { return }
+        let kept = changesKeepRecords ? record.map { ChangedRecord(value: $0) } : nil
         changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(bare)), kind: kind, record: kept))
     }
 

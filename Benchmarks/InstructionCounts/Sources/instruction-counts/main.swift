@@ -69,6 +69,11 @@ var total = 0
 switch operation {
 case "insert-lmdb", "insert-leveldb":
     try store.withTransaction { ctx in for i in 0..<count { try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) } }
+case "insert-feed-lmdb", "insert-feed-leveldb":
+    // The change feed on: each insert also tells an insert from an update (a read: no indexes)
+    // and records its change for the transaction's chunks.
+    try store.enableChangeFeed(retention: .commits(100))
+    try store.withTransaction { ctx in for i in 0..<count { try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) } }
 case "insert-1-index-lmdb", "insert-1-index-leveldb":
     try store.withTransaction { ctx in for i in 0..<count { try ctx.insert(OneIndex(id: i, name: "name \(i)", age: i % 90)) } }
 case "insert-3-indexes-lmdb", "insert-3-indexes-leveldb":

@@ -1,9 +1,9 @@
 @_spi(StrataInternals) import StrataEngine
 
 /// Which of a write transaction's changes the observed queries may need, taken when it begins
-/// (under the writer gate): the others are not recorded (or, with the change feed on, recorded
-/// without their records), so a fill beside queries of other ranges allocates nothing per record
-/// for them.
+/// (under the writer gate): the others are not recorded for them (the change feed, when on,
+/// encodes every change on its own: ``ChangeLogChunks``), so a fill beside queries of other
+/// ranges allocates nothing per record for them.
 ///
 /// Per keyspace: every change, when a query of it is not by key alone (a record may enter it
 /// from anywhere) or a ``TransactionObserver`` is registered; else the union of its queries' key

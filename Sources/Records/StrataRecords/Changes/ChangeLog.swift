@@ -120,51 +120,27 @@ enum ChangeLog {
         var changes: [RecordChange]
     }
 
-    static let kinds: [RecordChange.Kind] = [.insert, .update, .delete]
-
-    /// A chunk's value: committed-at milliseconds, the writing store's identity, the
-    /// transaction's change count, then the chunk's keyspace names (each once), its change count
-    /// and each change (keyspace position, kind, key bytes), and a CRC-32C over the chunk key and
-    /// all of that.
+    /// A chunk's value holding `changes` (a transaction's writes go through
+    /// ``ChangeLogChunks`` instead, which encodes each change as it is made; this is for tests
+    /// and the fuzz targets, which build chunks of their own).
     static func encodeChunk(key: [UInt8], committedAt: UInt64, writer: Int, total: Int, _ changes: ArraySlice<RecordChange>) -> [UInt8] {
-        // Keyspaces are looked up once per run of changes to one (a transaction mostly writes one type).
         var keyspaces: [String] = []
-        var positions: [String: Int] = [:]
-        var last: (keyspace: String, position: Int)?
-        func position(of keyspace: String) -> Int {
-            if let last, last.keyspace == keyspace { return last.position }
-            let position = positions[keyspace] ?? {
-                positions[keyspace] = keyspaces.count
-                keyspaces.append(keyspace)
+        var encoded = FieldWriter()
+        for change in changes {
+            let position = keyspaces.firstIndex(of: change.keyspace) ?? {
+                keyspaces.append(change.keyspace)
                 return keyspaces.count - 1
             }()
-            last = (keyspace, position)
-            return position
+            change.key.bytes.withUnsafeBytes { ChangeLogChunks.encodeChange(into: &encoded, keyspace: position, change.kind, key: $0) }
         }
-        let keyspaceOfChange = changes.map { position(of: $0.keyspace) }
-        var w = FieldWriter()
-        w.write(committedAt)
-        w.write(writer)
-        w.writeVarint(UInt64(total))
-        w.write(keyspaces)
-        w.writeVarint(UInt64(changes.count))
-        for (change, keyspace) in zip(changes, keyspaceOfChange) {
-            w.writeVarint(UInt64(keyspace))
-            let kind: UInt8 = switch change.kind {  // `kinds`' order
-            case .insert: 0
-            case .update: 1
-            case .delete: 2
-            }
-            w.write(kind)
-            w.writeBytes(change.key.bytes)
-        }
-        let checksum = key.withUnsafeBytes { k in w.bytes.withUnsafeBytes { RecordChecksum.of(key: k, value: $0) } }
-        w.writeChecksum(checksum)
-        return w.bytes
+        return ChangeLogChunks.value(key: key, committedAt: committedAt, writer: writer, total: total, keyspaces: keyspaces,
+                                     changes: changes.count, encoded: encoded.bytes[...])
     }
 
-    /// Decodes a chunk (`changesToo: false` stops after its header: trimming needs no more).
-    static func decodeChunk(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, feed: Int, changesToo: Bool = true) throws -> Chunk {
+    /// Decodes a chunk (`changesToo: false` stops after its header: trimming needs no more; nor
+    /// does a chunk written by `unlessWriter`, whose changes are left out).
+    static func decodeChunk(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, feed: Int, changesToo: Bool = true,
+                            unlessWriter: Int? = nil) throws -> Chunk {
         let (version, first) = try position(ofChunk: key, feed: feed)
         do {
             let body = try RecordChecksum.body(ofKey: key, value: value)
@@ -175,7 +151,7 @@ enum ChangeLog {
             let committedAt = try r.read(UInt64.self), writer = try r.read(Int.self), total = try r.readVarint()
             guard total <= UInt64(Int.max) else { throw FieldDecodingError(offset: r.offset, reason: "a transaction of \(total) changes") }
             var chunk = Chunk(version: version, first: first, committedAt: committedAt, writer: writer, total: Int(total), changes: [])
-            guard changesToo else { return chunk }
+            guard changesToo && writer != unlessWriter else { return chunk }
             let keyspaces = try r.read([String].self)
             let count = try r.readCount()
             // Compared without adding: a damaged key's `first` can be near Int.max (found by the
@@ -185,9 +161,9 @@ enum ChangeLog {
             }
             chunk.changes.reserveCapacity(count)
             for _ in 0..<count {
-                let keyspace = try r.readVarint(), kind = Int(try r.read(UInt8.self))
-                guard keyspace < UInt64(keyspaces.count), kind < kinds.count else { throw FieldDecodingError(offset: r.offset, reason: "a change names no keyspace or kind") }
-                chunk.changes.append(RecordChange(keyspace: keyspaces[Int(keyspace)], key: EncodedIndexKey(bytes: Array(try r.readBytes())), kind: kinds[kind]))
+                let keyspace = try r.readVarint(), kind = RecordChange.Kind(code: try r.read(UInt8.self))
+                guard keyspace < UInt64(keyspaces.count), let kind else { throw FieldDecodingError(offset: r.offset, reason: "a change names no keyspace or kind") }
+                chunk.changes.append(RecordChange(keyspace: keyspaces[Int(keyspace)], key: EncodedIndexKey(bytes: Array(try r.readBytes())), kind: kind))
             }
             try r.finish()
             return chunk
@@ -228,28 +204,8 @@ enum ChangeLog {
 
     // MARK: Writing and trimming
 
-    /// Appends one committing transaction's changes as the feed's next version; returns the
-    /// number of chunks written.
-    static func append(_ changes: [RecordChange], settings: Settings, now: UInt64, writer id: Int, limits: EngineLimits,
-                       in tx: any KeyValueReader, writer: any KeyValueWriter) throws -> (version: UInt64, chunks: Int) {
-        let version = try lastVersion(feed: settings.feed, in: tx) + 1
-        let budget = min(chunkBytes, limits.maxValueLength.map { $0 / 2 } ?? .max)
-        var start = 0
-        var chunks = 0
-        while start < changes.count {
-            // A chunk takes changes while their keys fit its budget (at least one change).
-            var end = start, bytes = 0
-            while end < changes.count && (end == start || bytes + changes[end].key.bytes.count + 8 <= budget) {
-                bytes += changes[end].key.bytes.count + changes[end].keyspace.utf8.count / 4 + 8
-                end += 1
-            }
-            let key = chunkKey(feed: settings.feed, version: version, first: start)
-            try writer.put(encodeChunk(key: key, committedAt: now, writer: id, total: changes.count, changes[start..<end]), forKey: key)
-            chunks += 1
-            start = end
-        }
-        return (version, chunks)
-    }
+    /// How many expired chunks a write transaction looks for as it begins (``ChangeLogChunks/expired``).
+    static let expiredAhead = 32
 
     /// The keys of up to `budget` chunks, oldest first, of transactions the retention no longer
     /// keeps; never the newest transaction's (`newest`).
@@ -317,16 +273,13 @@ enum ChangeLog {
                 return false
             }
             do {
+                let chunk = try decodeChunk(key: key, value: value, feed: settings.feed, unlessWriter: skipped)
                 // A transaction of the writer skipped (a store's own, which its follower passes
                 // over) is stepped over whole, its changes not decoded: all its chunks are its.
-                if let skipped {
-                    let header = try decodeChunk(key: key, value: value, feed: settings.feed, changesToo: false)
-                    if header.writer == skipped {
-                        if header.version >= position.version { position = (header.version + 1, 0) }
-                        return true
-                    }
+                if let skipped, chunk.writer == skipped {
+                    if chunk.version >= position.version { position = (chunk.version + 1, 0) }
+                    return true
                 }
-                let chunk = try decodeChunk(key: key, value: value, feed: settings.feed)
                 let committed = Date(timeIntervalSince1970: Double(chunk.committedAt) / 1000)
                 for (offset, change) in chunk.changes.enumerated() {
                     let index = chunk.first + offset
@@ -352,14 +305,20 @@ enum ChangeLog {
 
 extension TransactionContext {
     /// At the first record use of a write transaction: whether the store's change feed is on.
-    /// If it is, the transaction records its changes (telling inserts from updates) for
-    /// ``appendToChangeLog()``.
+    /// If it is, the transaction encodes its changes (telling inserts from updates) into
+    /// ``changeLog`` as it makes them, for ``appendToChangeLog()``.
+    ///
+    /// The feed's next version and the first expired chunks are read now, before the body's
+    /// writes: the writer lock is held until the commit, and the transaction writes no chunk
+    /// before its end, so they still hold then; read at the end, they made an engine that buffers
+    /// writes (LevelDB) sort the whole transaction's writes to merge them into the two scans.
     @usableFromInline
     func checkChangeLog() throws {
         changeLogChecked = true
         guard let settings = try ChangeLog.settings(in: reader) else { return }
-        changeLog = settings
-        if changes == nil { changes = [] }
+        let version = try ChangeLog.lastVersion(feed: settings.feed, in: reader) + 1
+        let expired = try ChangeLog.expired(settings, newest: version, now: ChangeLog.milliseconds(Date()), budget: ChangeLog.expiredAhead, in: reader)
+        changeLog = ChangeLogChunks(settings: settings, version: version, expired: expired, maxValueLength: store.engine.limits.maxValueLength)
         changesNeedKinds = true
     }
 
@@ -368,10 +327,15 @@ extension TransactionContext {
     /// the feed keeps its retention without a job, however the writes are sized).
     @usableFromInline
     func appendToChangeLog() throws {
-        guard let settings = changeLog, let changes, !changes.isEmpty, let writer else { return }
+        guard let chunks = changeLog, chunks.count > 0, let writer else { return }
         let now = ChangeLog.milliseconds(Date())
-        let (version, chunks) = try ChangeLog.append(changes, settings: settings, now: now, writer: store.writerID, limits: store.engine.limits,
-                                                     in: reader, writer: writer)
-        for key in try ChangeLog.expired(settings, newest: version, now: now, budget: 2 * chunks + 16, in: reader) { try writer.delete(key) }
+        let values = chunks.values(committedAt: now, writer: store.writerID)
+        for (key, value) in values { try writer.put(value, forKey: key) }
+        let budget = 2 * values.count + 16
+        var expired = chunks.expired
+        if expired.count == ChangeLog.expiredAhead && budget > expired.count {  // a large transaction: more may go
+            expired = try ChangeLog.expired(chunks.settings, newest: chunks.version, now: now, budget: budget, in: reader)
+        }
+        for key in expired.prefix(budget) { try writer.delete(key) }
     }
 }

@@ -150,8 +150,8 @@ final class LiveQueries<R: Record & Sendable>: LiveQueryGroup {
                             }
                             for id in candidates where !now.contains(id) && state.members[id]!.query.access.passesResidual(record) { now.append(id) }
                         } else {
-                            // Written without its record (a writer that began before any such query
-                            // was observed, or recorded it for the change feed only): every query
+                            // Written without its record (by a writer that began before any such query
+                            // was observed, or another process, read from the feed): every query
                             // may hold it and reads again, but for those whose first snapshot holds
                             // this commit: they keep what the snapshot said (and ignore its delivery).
                             now = state.members.filter { id, member in

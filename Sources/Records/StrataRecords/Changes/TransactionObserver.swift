@@ -23,8 +23,8 @@ public struct RecordChange: Sendable, Hashable, CustomStringConvertible {
 
     /// The record as written, for an insert or update recorded while a live query observes the
     /// store (``Store/observe(_:limit:order:)``) that may need it (`ChangeInterest`), which tests
-    /// it against its query without a read; `nil` otherwise (a change recorded for the change
-    /// feed only, too). Not part of the change's equality.
+    /// it against its query without a read; `nil` otherwise (and for other processes' changes,
+    /// read from the change feed). Not part of the change's equality.
     let record: ChangedRecord?
 
     /// A change, as the write funnel records it.

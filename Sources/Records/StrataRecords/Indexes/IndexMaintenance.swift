@@ -80,7 +80,7 @@ extension TransactionContext {
         }
         let dropped = keepsPrevious ? try previousGenerationWrites(R.self, indexes, key: Array(key), value: Array(value), old: oldValue, into: plan) : []
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { try writer.put($0, forKey: k) } }
-        if changes != nil { recordChange(R.self, key: key, old != nil ? .update : .insert, record: record) }
+        if recordsChanges { recordChange(R.self, key: key, old != nil ? .update : .insert, record: record) }
         try completing {
             try plan.apply(to: writer, value: value)
             for name in dropped { try dropPrevious(R.self, index: name, writer: writer) }
@@ -221,7 +221,7 @@ extension TransactionContext {
                     try deleteEntries(of: record, key: key, value: value, indexes: indexes, totals: totals, writer: writer)
                     try writer.delete(key)
                 }
-                if changes != nil { recordChange(R.self, key: key, .delete) }
+                if recordsChanges { recordChange(R.self, key: key, .delete) }
             }
             removed += batch.count
             remaining = remaining.above(batch[batch.count - 1].key)

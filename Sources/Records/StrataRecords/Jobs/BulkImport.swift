@@ -216,7 +216,7 @@ extension TransactionContext {
                     try writer.put(UnsafeRawBufferPointer(rebasing: bytes[encoded[i].keyLength...]),
                                    forKey: UnsafeRawBufferPointer(rebasing: bytes[..<encoded[i].keyLength]))
                 }
-                if changes != nil { recordChange(R.self, key: key(i), .insert, record: record) }
+                if recordsChanges { recordChange(R.self, key: key(i), .insert, record: record) }
             } else {
                 try insertIndexed(record, key: key(i), value: encoded[i].bytes[encoded[i].keyLength...], indexes: indexes, writer: writer, absent: true)
             }
