@@ -13,6 +13,7 @@ struct ConformanceCaseTests {
         "point/delete of a missing key is not an error",
         "point/exists tells present from missing",
         "point/withValue lends the stored bytes",
+        "point/putReportingReplaced tells a new key from a replaced one, the transaction's own writes and rollbacks included",
         "point/keys containing 00 bytes round-trip",
         "point/keys containing 7F bytes round-trip",
         "point/keys containing 80 bytes round-trip",
@@ -233,6 +234,9 @@ struct ConformanceCaseTests {
 
     @Test("point/withValue lends the stored bytes", arguments: Engines.supporting("point/withValue lends the stored bytes"))
     func point_withValueLendsTheStoredBytes(engine: EngineUnderTest) async { await expectCasePasses("point/withValue lends the stored bytes", on: engine) }
+
+    @Test("point/putReportingReplaced tells a new key from a replaced one, the transaction's own writes and rollbacks included", arguments: Engines.supporting("point/putReportingReplaced tells a new key from a replaced one, the transaction's own writes and rollbacks included"))
+    func point_putReportingReplacedTellsANewKeyFromAReplacedOneTheTransactionSOwnWritesAndRollbacksIncluded(engine: EngineUnderTest) async { await expectCasePasses("point/putReportingReplaced tells a new key from a replaced one, the transaction's own writes and rollbacks included", on: engine) }
 
     @Test("point/keys containing 00 bytes round-trip", arguments: Engines.supporting("point/keys containing 00 bytes round-trip"))
     func point_keysContaining00BytesRoundTrip(engine: EngineUnderTest) async { await expectCasePasses("point/keys containing 00 bytes round-trip", on: engine) }

@@ -88,7 +88,9 @@ struct LMDBTests {
             bodyRuns += 1
             for step in 0..<5_000 {
                 let phaseOne = step < 400
-                let key = Self.key(phaseOne ? Int.random(in: 0..<200, using: &random) : 1_000 + step)
+                // Past phase one, mostly new keys, and one in eight an earlier one of them again.
+                let again = !phaseOne && step > 400 && Int.random(in: 0..<8, using: &random) == 0
+                let key = Self.key(phaseOne ? Int.random(in: 0..<200, using: &random) : 1_000 + (again ? Int.random(in: 400..<step, using: &random) : step))
                 switch Int.random(in: 0..<20, using: &random) {
                 case 0..<3 where phaseOne:
                     try tx.delete(key)
@@ -99,8 +101,15 @@ struct LMDBTests {
                     try tx.clear(.halfOpen(low, high))
                     for k in model.keys where !k.lexicographicallyPrecedes(low) && k.lexicographicallyPrecedes(high) { model[k] = nil }
                 default:
+                    // Half through the put that tells whether it replaced (LMDB's `MDB_NOOVERWRITE`,
+                    // then a plain put): both reach the full map and its replay.
                     let v = value()
-                    try tx.put(v, forKey: key)
+                    if Bool.random(using: &random) {
+                        let replaced = try key.withUnsafeBytes { k in try v.withUnsafeBytes { try tx.putReportingReplaced($0, forKey: k) } }
+                        #expect(replaced == (model[key] != nil), "write \(step): putReportingReplaced")
+                    } else {
+                        try tx.put(v, forKey: key)
+                    }
                     model[key] = v
                 }
                 if loggingFrom == nil && store.writeLogStarts.midway > before.midway { loggingFrom = step }

@@ -120,6 +120,20 @@ final class CoreTransaction: KeyValueWriter {
         if overlayIndexed { overlay?.set(key, value) } else { unindexedWrites += 1 }
     }
 
+    func putReportingReplaced(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> Bool {
+        // Storage that cannot read its own writes: the overlay answers, through a read.
+        guard overlay == nil else {
+            let replaced = try withValue(forKey: key) { $0 != nil }
+            try put(value, forKey: key)
+            return replaced
+        }
+        try checkKey(key)
+        let writer = try writableCheck()
+        if let max = limits.maxValueLength, value.count > max { throw EngineError.valueTooLarge(length: value.count, limit: max) }
+        try count(bytes: key.count + value.count)
+        do { return try writer.putReportingReplaced(value, forKey: key) } catch { throw broken(error) }
+    }
+
     func delete(_ key: UnsafeRawBufferPointer) throws {
         try checkKey(key)
         let writer = try writableCheck()

@@ -115,12 +115,26 @@ public protocol KeyValueWriter: KeyValueReader {
     /// Stores `value` under `key`, replacing any earlier value.
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws
 
+    /// Stores `value` under `key`, replacing any earlier value, and returns whether there was one
+    /// (in the transaction's view: its own earlier writes count). Storage that learns it as it
+    /// writes answers without a read of its own (LMDB, SQLite); the default reads the key first.
+    func putReportingReplaced(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> Bool
+
     /// Removes `key`. Removing a missing key is not an error.
     func delete(_ key: UnsafeRawBufferPointer) throws
 
     /// Removes every key in `range` and returns how many were removed.
     @discardableResult
     func clear(_ range: KeyRange) throws -> Int
+}
+
+extension KeyValueWriter {
+    /// Reads whether `key` holds a value, then puts `value` under it.
+    public func putReportingReplaced(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> Bool {
+        let replaced = try withValue(forKey: key) { $0 != nil }
+        try put(value, forKey: key)
+        return replaced
+    }
 }
 
 /// What an engine declares it can do, for the behaviours an engine may legitimately lack.

@@ -60,6 +60,12 @@ public protocol StorageWriteTransaction: StorageReadTransaction {
     /// Stores `value` under `key`, replacing any earlier value.
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws
 
+    /// Stores `value` under `key` and returns whether the key held a value (the transaction's own
+    /// writes included). Implement it where the storage tells as it writes, sparing a lookup; a
+    /// default implementation reads the key, then puts. Not called on storage whose reads miss
+    /// its own writes (the core answers from its overlay).
+    func putReportingReplaced(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> Bool
+
     /// Removes `key`; a missing key is not an error.
     func delete(_ key: UnsafeRawBufferPointer) throws
 
@@ -73,6 +79,12 @@ public protocol StorageWriteTransaction: StorageReadTransaction {
 }
 
 extension StorageWriteTransaction {
+    public func putReportingReplaced(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> Bool {
+        let replaced = try get(key) { $0 != nil }
+        try put(value, forKey: key)
+        return replaced
+    }
+
     public func clear(_ range: ResolvedRange) throws -> Int {
         var doomed: [[UInt8]] = []
         try scan(range, reverse: false, limit: nil) { key, _ in

@@ -140,6 +140,28 @@ final class LMDBTransaction: StorageWriteTransaction {
         _ = try run(.put(key: key, value: value))
     }
 
+    /// LMDB tells as it writes: `MDB_NOOVERWRITE` stores a new key in one descent and refuses an
+    /// existing one (`MDB_KEYEXIST`), which a plain put then replaces.
+    func putReportingReplaced(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> Bool {
+        try logIfNearEnd(writing: key.count + value.count)
+        log?.recordPut(key, value)
+        try checkReplaced(key)
+        var k = MDB_val(key), v = MDB_val(value)
+        let rc = mdb_put(txn, dbi, &k, &v, UInt32(MDB_NOOVERWRITE))
+        switch rc {
+        case MDB_SUCCESS:
+            return false
+        case MDB_KEYEXIST:
+            _ = try run(.put(key: key, value: value))
+            return true
+        case MDB_MAP_FULL:  // only a new key needs room: the replay of the log (which holds this put) stores it
+            _ = try growAndReplay()
+            return false
+        default:
+            try fail(writeError(rc, .put(key: key, value: value)))
+        }
+    }
+
     func delete(_ key: UnsafeRawBufferPointer) throws {
         try logIfNearEnd(writing: key.count)
         log?.recordDelete(key)

@@ -119,13 +119,18 @@ final class MemoryTransaction: StorageWriteTransaction {
     }
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
+        _ = try putReportingReplaced(value, forKey: key)
+    }
+
+    func putReportingReplaced(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> Bool {
         let i = data.index(of: key)
         if data.holds(key, at: i) {
             data.values[i] = Array(value)
-        } else {
-            data.keys.insert(Array(key), at: i)
-            data.values.insert(Array(value), at: i)
+            return true
         }
+        data.keys.insert(Array(key), at: i)
+        data.values.insert(Array(value), at: i)
+        return false
     }
 
     func delete(_ key: UnsafeRawBufferPointer) throws {

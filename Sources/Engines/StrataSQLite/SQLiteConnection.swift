@@ -22,8 +22,10 @@ final class SQLiteConnection: @unchecked Sendable {
         static let get = HotStatement(rawValue: 0)
         static let put = HotStatement(rawValue: 1)
         static let delete = HotStatement(rawValue: 2)
-        /// How many there are: the three above and the scans'.
-        static let count = 3 + 3 * 3 * 2
+        /// A put of a new key only (`putReportingReplaced`): no row changed tells the key exists.
+        static let putNew = HotStatement(rawValue: 3 + 3 * 3 * 2)
+        /// How many there are: the three above, the scans' and `putNew`.
+        static let count = 3 + 3 * 3 * 2 + 1
 
         /// A scan's: its bounds' kinds (absent, inclusive, exclusive) and order. Bounds are
         /// parameters ?1 (lower) and ?2 (upper), the limit ?3.
@@ -47,6 +49,8 @@ final class SQLiteConnection: @unchecked Sendable {
             case 0: return "SELECT v FROM kv WHERE k = ?1"
             case 1: return "INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)"
             case 2: return "DELETE FROM kv WHERE k = ?1"
+            // Not `INSERT OR IGNORE`, which would also pass over a NOT NULL failure.
+            case Self.putNew.rawValue: return "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO NOTHING"
             default:
                 let shape = rawValue - 3
                 return "SELECT k, v FROM kv" + Self.whereClause(lower: shape / 6, upper: shape / 2 % 3)

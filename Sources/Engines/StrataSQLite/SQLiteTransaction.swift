@@ -95,6 +95,21 @@ final class SQLiteTransaction: StorageWriteTransaction {
         }
     }
 
+    /// A new key is stored by one statement that leaves an existing key alone (no row changed),
+    /// which the put then replaces: no read for a new key.
+    func putReportingReplaced(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> Bool {
+        try checkStillOpen()
+        let stored = try connection.withHotStatement(.putNew) { statement in
+            key.bindBlob(to: statement, at: 1)
+            value.bindBlob(to: statement, at: 2)
+            try step(statement, "writing a key")
+            return sqlite3_changes(connection.handle) == 1
+        }
+        if stored { return false }
+        try put(value, forKey: key)
+        return true
+    }
+
     func delete(_ key: UnsafeRawBufferPointer) throws {
         try checkStillOpen()
         try connection.withHotStatement(.delete) { statement in

@@ -132,13 +132,16 @@ public final class TransactionContext {
                                         indexes: prepare(R.self), writer: writer)
             return returningReplaced ? old : nil
         }
-        // Observed: whether the key held a record, read before the put and recorded after it (a
-        // put that throws, caught by the body, changed nothing).
+        // Observed: whether the key held a record, told by the put itself where the engine can
+        // (else read before it), and recorded after it (a put that throws, caught by the body,
+        // changed nothing).
         let old = !returningReplaced ? nil : try storedRecord(R.self, key: buffer.writer.bytes[..<keyLength], withValue: false)?.record
-        let replaced = !recordsChanges ? nil : returningReplaced ? old != nil : !changesNeedKinds ? true
-            : try buffer.writer.bytes.withUnsafeBytes { try reader.withValue(forKey: UnsafeRawBufferPointer(rebasing: $0[..<keyLength])) { $0 != nil } }
-        try buffer.writer.bytes.withUnsafeBytes { stored in
-            try writer.put(UnsafeRawBufferPointer(rebasing: stored[keyLength...]), forKey: UnsafeRawBufferPointer(rebasing: stored[..<keyLength]))
+        let needsKind = recordsChanges && !returningReplaced && changesNeedKinds
+        let replaced: Bool? = try buffer.writer.bytes.withUnsafeBytes { stored in
+            let (key, value) = (UnsafeRawBufferPointer(rebasing: stored[..<keyLength]), UnsafeRawBufferPointer(rebasing: stored[keyLength...]))
+            if needsKind { return try writer.putReportingReplaced(value, forKey: key) }
+            try writer.put(value, forKey: key)
+            return !recordsChanges ? nil : returningReplaced ? old != nil : true
         }
         if let replaced { recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert, record: record) }
         return old
@@ -269,7 +272,7 @@ public final class TransactionContext {
 
     @usableFromInline
     func recordChange<R: Record>(_: R.Type, key bare: UnsafeRawBufferPointer, _ kind: RecordChange.Kind, record: R?) {
-        changeLog?.append(keyspace: R.recordType.keyspace, kind, key: bare)
+        changeLog?.append(type: ObjectIdentifier(R.self), keyspace: R.recordType.keyspace, kind, key: bare)
         guard changes != nil, wantsChange(R.self, key: bare) else { return }
         let kept = changesKeepRecords ? record.map { ChangedRecord(value: $0) } : nil
         changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(bare)), kind: kind, record: kept))

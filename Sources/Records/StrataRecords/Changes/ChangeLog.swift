@@ -204,8 +204,10 @@ enum ChangeLog {
 
     // MARK: Writing and trimming
 
-    /// How many expired chunks a write transaction looks for as it begins (``ChangeLogChunks/expired``).
-    static let expiredAhead = 32
+    /// How many expired chunks a write transaction looks for as it begins
+    /// (``ChangeLogChunks/expired``): what a transaction of one chunk trims (2 × 1 + 16), so
+    /// that only larger transactions look again as they end.
+    static let expiredAhead = 18
 
     /// The keys of up to `budget` chunks, oldest first, of transactions the retention no longer
     /// keeps; never the newest transaction's (`newest`).
@@ -312,14 +314,19 @@ extension TransactionContext {
     /// writes: the writer lock is held until the commit, and the transaction writes no chunk
     /// before its end, so they still hold then; read at the end, they made an engine that buffers
     /// writes (LevelDB) sort the whole transaction's writes to merge them into the two scans.
+    /// Marked as done only once its reads succeeded: a body that catches their error cannot then
+    /// write records the feed would miss (every later record use fails the same way).
     @usableFromInline
     func checkChangeLog() throws {
-        changeLogChecked = true
-        guard let settings = try ChangeLog.settings(in: reader) else { return }
+        guard let settings = try ChangeLog.settings(in: reader) else {
+            changeLogChecked = true
+            return
+        }
         let version = try ChangeLog.lastVersion(feed: settings.feed, in: reader) + 1
         let expired = try ChangeLog.expired(settings, newest: version, now: ChangeLog.milliseconds(Date()), budget: ChangeLog.expiredAhead, in: reader)
         changeLog = ChangeLogChunks(settings: settings, version: version, expired: expired, maxValueLength: store.engine.limits.maxValueLength)
         changesNeedKinds = true
+        changeLogChecked = true
     }
 
     /// At the end of a write transaction's body: its changes become the feed's next version, and

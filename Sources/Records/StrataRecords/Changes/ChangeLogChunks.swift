@@ -53,9 +53,9 @@ struct ChangeLogChunks {
     private var chunks: [Chunk] = []
     /// The bytes of the last chunk (its changes and its keyspaces' names).
     private var chunkBytes = 0
-    /// The keyspace last appended, and its position in the last chunk's list (a transaction
-    /// mostly writes one type: its name is compared once, not looked up).
-    private var lastKeyspace: (name: String, position: Int)?
+    /// The record type last appended and its position in the last chunk's list (a transaction
+    /// mostly writes one type: its name is neither fetched nor compared again).
+    private var lastType: (type: ObjectIdentifier, position: Int)?
     /// The changes appended.
     private(set) var count = 0
 
@@ -66,31 +66,33 @@ struct ChangeLogChunks {
         budget = min(ChangeLog.chunkBytes, maxValueLength.map { $0 / 2 } ?? .max)
     }
 
-    /// Appends a change of the record of `keyspace` stored under `key` (its components, without
-    /// the keyspace).
-    mutating func append(keyspace: String, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer) {
+    /// Appends a change of the record of `type`, whose keyspace is `keyspace`, stored under `key`
+    /// (its components, without the keyspace).
+    mutating func append(type: ObjectIdentifier, keyspace: @autoclosure () -> String, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer) {
         let size = key.count + 8  // the key, its length, the keyspace's position and the kind
-        var position = chunks.isEmpty ? nil : self.position(of: keyspace)
-        if chunks.isEmpty || (chunks[chunks.count - 1].first < count && chunkBytes + size + (position == nil ? Self.cost(of: keyspace) : 0) > budget) {
+        if let last = lastType, last.type == type, chunkBytes + size <= budget {
+            return encode(position: last.position, kind, key: key, size: size)
+        }
+        let name = keyspace()
+        var position = chunks.isEmpty ? nil : chunks[chunks.count - 1].keyspaces.firstIndex(of: name)
+        if chunks.isEmpty || (chunks[chunks.count - 1].first < count && chunkBytes + size + (position == nil ? Self.cost(of: name) : 0) > budget) {
             chunks.append(Chunk(start: bytes.bytes.count, first: count))
             chunkBytes = 0
             position = nil
         }
         if position == nil {
             position = chunks[chunks.count - 1].keyspaces.count
-            chunks[chunks.count - 1].keyspaces.append(keyspace)
-            chunkBytes += Self.cost(of: keyspace)
+            chunks[chunks.count - 1].keyspaces.append(name)
+            chunkBytes += Self.cost(of: name)
         }
-        lastKeyspace = (keyspace, position!)
-        Self.encodeChange(into: &bytes, keyspace: position!, kind, key: key)
-        chunkBytes += size
-        count += 1
+        lastType = (type, position!)
+        encode(position: position!, kind, key: key, size: size)
     }
 
-    /// The position of `keyspace` in the last chunk's list, if it is there.
-    private func position(of keyspace: String) -> Int? {
-        if let last = lastKeyspace, last.name == keyspace { return last.position }
-        return chunks[chunks.count - 1].keyspaces.firstIndex(of: keyspace)
+    private mutating func encode(position: Int, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer, size: Int) {
+        Self.encodeChange(into: &bytes, keyspace: position, kind, key: key)
+        chunkBytes += size
+        count += 1
     }
 
     /// About the bytes a keyspace's name takes in a chunk's list (its length is a varint: 2 bytes

@@ -275,7 +275,9 @@ final class ObservedWrite: @unchecked Sendable {
     private var changes: [RecordChange] = []
     /// Set once the engine returned from the write: it committed.
     private var committed = false
-    /// Whether the changes tell inserts from updates (``TransactionContext/changesNeedKinds``).
+    /// Whether the changes are all of the transaction's and tell inserts from updates (a
+    /// ``TransactionObserver`` was registered as it began: ``TransactionContext/changesNeedKinds``
+    /// then).
     private var kinds = true
     private let registry: ObserverRegistry
 
@@ -292,9 +294,12 @@ final class ObservedWrite: @unchecked Sendable {
         guard registry.isObserved else { return try ctx.runBody(body) }
         ctx.changes = []
         (ctx.changesKeepRecords, ctx.changesNeedKinds, ctx.changeInterest) = registry.recording
+        // Whether the changes are complete and tell their kinds, as the transaction began (a
+        // transaction observer was registered): the change feed makes the transaction tell kinds
+        // too, but its `changes` still hold only what the observed queries wanted.
+        kinds = ctx.changesNeedKinds
         let result = try ctx.runBody(body)
         changes = ctx.changes ?? []
-        kinds = ctx.changesNeedKinds
         ticket = registry.ticket()
         return result
     }

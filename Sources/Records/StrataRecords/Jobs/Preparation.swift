@@ -240,10 +240,10 @@ extension TransactionContext {
                 continue
             }
             // A migration rewrites the stored bytes of a record whose value reads the same (it was
-            // migrated on read before): not a change observers are told of.
-            let observed = changes
-            changes = nil
-            defer { changes = observed }
+            // migrated on read before): not a change observers or the change feed are told of.
+            let recorded = (changes, changeLog)
+            (changes, changeLog) = (nil, nil)
+            defer { (changes, changeLog) = recorded }
             try insert(record)
             report.migrated += 1
         }
