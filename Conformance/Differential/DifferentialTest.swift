@@ -166,6 +166,9 @@ public enum DifferentialTest {
                 guard let writer = tx as? any KeyValueWriter else { return .error("put in a read transaction") }
                 try writer.put(v, forKey: k)
                 return .none
+            case let .putReportingReplaced(k, v):
+                guard let writer = tx as? any KeyValueWriter else { return .error("put in a read transaction") }
+                return .replaced(try k.withUnsafeBytes { k in try v.withUnsafeBytes { try writer.putReportingReplaced($0, forKey: k) } })
             case let .delete(k):
                 guard let writer = tx as? any KeyValueWriter else { return .error("delete in a read transaction") }
                 try writer.delete(k)

@@ -4,6 +4,9 @@ import StrataEngine
 public enum Operation: Sendable, Equatable, CustomStringConvertible {
     /// Stores the value (second) under the key (first), replacing any value there.
     case put([UInt8], [UInt8])
+    /// Stores the value (second) under the key (first), as `put`; the result is whether the key
+    /// held a value (`KeyValueWriter.putReportingReplaced(_:forKey:)`).
+    case putReportingReplaced([UInt8], [UInt8])
     /// Removes the key, if present.
     case delete([UInt8])
     /// Removes every key in the range; the result is how many were removed.
@@ -16,7 +19,7 @@ public enum Operation: Sendable, Equatable, CustomStringConvertible {
 
     var isWrite: Bool {
         switch self {
-        case .put, .delete, .clear: return true
+        case .put, .putReportingReplaced, .delete, .clear: return true
         case .get, .scan: return false
         }
     }
@@ -24,6 +27,7 @@ public enum Operation: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .put(k, v): return "put \(hex(k)) = \(hex(v))"
+        case let .putReportingReplaced(k, v): return "putReportingReplaced \(hex(k)) = \(hex(v))"
         case let .delete(k): return "delete \(hex(k))"
         case let .clear(r): return "clear \(describe(r))"
         case let .get(k): return "get \(hex(k))"
@@ -131,7 +135,8 @@ public struct LogGenerator {
     private mutating func ops(writes: Bool) -> [Operation] {
         (0..<Int.random(in: 1...12, using: &random)).map { _ in
             let roll = Int.random(in: 0..<100, using: &random)
-            if writes && roll < 45 { return .put(key(), value()) }
+            if writes && roll < 30 { return .put(key(), value()) }
+            if writes && roll < 45 { return .putReportingReplaced(key(), value()) }
             if writes && roll < 60 { return .delete(key()) }
             if writes && roll < 64 { return .clear(range()) }
             if roll < 80 { return .get(key()) }

@@ -9,6 +9,7 @@ struct ReferenceModel {
         case value([UInt8]?)
         case pairs([Pair])
         case count(Int)
+        case replaced(Bool)
         case error(String)
 
         var description: String {
@@ -17,6 +18,7 @@ struct ReferenceModel {
             case let .value(v): return v.map(hex) ?? "nil"
             case let .pairs(p): return show(p)
             case let .count(n): return "removed \(n)"
+            case let .replaced(r): return r ? "replaced" : "new"
             case let .error(e): return "error \(e)"
             }
         }
@@ -28,6 +30,9 @@ struct ReferenceModel {
         case let .put(k, v):
             data[k] = v
             return .none
+        case let .putReportingReplaced(k, v):
+            defer { data[k] = v }
+            return .replaced(data[k] != nil)
         case let .delete(k):
             data[k] = nil
             return .none
