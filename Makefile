@@ -97,7 +97,7 @@ test-long: test
 # on purpose must die of its signal.
 sanitize: deps
 	swift build --build-tests --sanitize=address --scratch-path .build/asan
-	STRATA_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="print_suppressions=0:suppressions='$(CURDIR)/Tests/Sanitizers/leaks.supp'" \
+	STRATA_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1:malloc_context_size=100 LSAN_OPTIONS="print_suppressions=0:suppressions='$(CURDIR)/Tests/Sanitizers/leaks.supp'" \
 	  swift test --skip-build --sanitize=address --scratch-path .build/asan
 
 # The whole test suite under ThreadSanitizer, in a build of its own (.build/tsan): any report
