@@ -112,10 +112,7 @@ final class CoreTransaction: KeyValueWriter {
     // MARK: Writes
 
     func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws {
-        try checkKey(key)
-        let writer = try writableCheck()
-        if let max = limits.maxValueLength, value.count > max { throw EngineError.valueTooLarge(length: value.count, limit: max) }
-        try count(bytes: key.count + value.count)
+        let writer = try checkedPut(value, forKey: key)
         do { try writer.put(value, forKey: key) } catch { throw broken(error) }
         if overlayIndexed { overlay?.set(key, value) } else { unindexedWrites += 1 }
     }
@@ -127,10 +124,7 @@ final class CoreTransaction: KeyValueWriter {
             try put(value, forKey: key)
             return replaced
         }
-        try checkKey(key)
-        let writer = try writableCheck()
-        if let max = limits.maxValueLength, value.count > max { throw EngineError.valueTooLarge(length: value.count, limit: max) }
-        try count(bytes: key.count + value.count)
+        let writer = try checkedPut(value, forKey: key)
         do { return try writer.putReportingReplaced(value, forKey: key) } catch { throw broken(error) }
     }
 
@@ -183,6 +177,17 @@ final class CoreTransaction: KeyValueWriter {
         try live()
         guard let writer else { throw EngineError.readOnly(path: core.path ?? core.declaration.name) }
         if lent > 0 { throw EngineError.writeWhileReading }
+        return writer
+    }
+
+    /// The checks of a put, in the order every engine reports them: the key, a writable live
+    /// transaction, the value's length, then the transaction's limits (counting this put).
+    @inline(__always)
+    private func checkedPut(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer) throws -> any StorageWriteTransaction {
+        try checkKey(key)
+        let writer = try writableCheck()
+        if let max = limits.maxValueLength, value.count > max { throw EngineError.valueTooLarge(length: value.count, limit: max) }
+        try count(bytes: key.count + value.count)
         return writer
     }
 
