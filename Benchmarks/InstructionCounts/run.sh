@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 base="${1:-}"
-operations=(insert-lmdb insert-leveldb insert-feed-lmdb insert-feed-leveldb insert-1-index-lmdb insert-1-index-leveldb insert-3-indexes-lmdb insert-3-indexes-leveldb
+operations=(insert-lmdb insert-leveldb insert-feed-lmdb insert-feed-leveldb insert-observed-lmdb insert-observed-leveldb insert-1-index-lmdb insert-1-index-leveldb insert-3-indexes-lmdb insert-3-indexes-leveldb
             fetch fetch-memory lookup-unique lookup-covering scan-row foreach-row view-row engine-scan-row filter-reject-row filter-select-row
             transaction-insert transaction-fetch codable-insert codable-fetch)
 low=2000 high=12000

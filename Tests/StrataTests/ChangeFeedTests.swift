@@ -148,16 +148,24 @@ struct ChangeFeedTests {
             var chunks = ChangeLogChunks(settings: settings, version: 3, expired: [], maxValueLength: budget * 2)
             let keyspaces = ["A", "Bee", "Ç", "dee-long-keyspace-name"]
             let types: [Any.Type] = [Int.self, String.self, Double.self, Bool.self]  // a type per keyspace
-            var made: [RecordChange] = []
+            var made: [RecordChange] = [], offsets: [Int] = []
             for _ in 0..<500 {
                 // Runs of one keyspace, as transactions mostly write, and single changes between.
                 let keyspace = keyspaces[Int.random(in: 0..<4, using: &rng)]
                 for _ in 0..<Int.random(in: 1...5, using: &rng) {
-                    let key = (0..<Int.random(in: 0...(budget > 100 ? 90 : 120), using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                    // Keys of 128 bytes and more (a length of two varint bytes) where the budget allows.
+                    let length = Int.random(in: 0...(budget >= 1_000 ? 300 : budget > 100 ? 90 : 120), using: &rng)
+                    let key = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
                     let kind = [RecordChange.Kind.insert, .update, .delete][Int.random(in: 0..<3, using: &rng)]
-                    key.withUnsafeBytes { chunks.append(type: ObjectIdentifier(types[keyspaces.firstIndex(of: keyspace)!]), keyspace: keyspace, kind, key: $0) }
+                    offsets.append(key.withUnsafeBytes { chunks.append(type: ObjectIdentifier(types[keyspaces.firstIndex(of: keyspace)!]), keyspace: keyspace, kind, key: $0) })
                     made.append(RecordChange(keyspace: keyspace, key: EncodedIndexKey(bytes: key), kind: kind))
                 }
+            }
+            // Kinds told later (DeferredKinds) rewrite one byte each, at the offset the append gave.
+            for i in stride(from: 3, to: made.count, by: 7) {
+                let kind = [RecordChange.Kind.insert, .update, .delete][Int.random(in: 0..<3, using: &rng)]
+                chunks.setKind(kind, at: offsets[i])
+                made[i] = RecordChange(keyspace: made[i].keyspace, key: made[i].key, kind: kind)
             }
             var read: [RecordChange] = []
             let values = chunks.values(committedAt: 1_700_000_000_000, writer: 9)

@@ -297,3 +297,68 @@ extension KeyRange {
             upper: resolved.upper.map { $0.inclusive ? .inclusive($0.key) : .exclusive($0.key) } ?? .unbounded)
     }
 }
+
+@_spi(StrataInternals)
+extension CoreTransaction: StartStateReading {
+    var readsStartState: Bool { overlay != nil }  // its storage cannot read its own writes: the reader sees the start
+
+    /// A forward scan from the first key not yet answered to the last asked: every key below the
+    /// stored key it meets was not held, a key equal to it was. Stored keys between the caller's
+    /// are passed over up to ``strayLimit`` in a row; then the walk seeks again, so dense stored
+    /// data costs at most a seek per key, and a run of new keys (a fill) costs one seek in all.
+    func keysHeld(atStart keys: PackedKeys) throws -> [Bool] {
+        try live()
+        guard readsStartState else {
+            throw EngineError.invalidArgument("this write transaction's storage reads its own writes: ask putReportingReplaced instead")
+        }
+        return try keys.withBytes { packed in
+            let key = { (i: Int) in UnsafeRawBufferPointer(rebasing: packed[keys.range(of: i)]) }
+            for i in 0..<keys.count {
+                try checkKey(key(i))
+                if i > 0 && Bytewise.compare(key(i - 1), key(i)) >= 0 {
+                    throw EngineError.invalidArgument("keysHeld(atStart:) needs ascending, distinct keys (key \(i) is not above key \(i - 1))")
+                }
+            }
+            lent += 1
+            defer { lent -= 1 }
+            var held = [Bool](repeating: false, count: keys.count)
+            var next = 0
+            while next < keys.count {
+                var strays = 0, storeEnded = true
+                do {
+                    // Up to the last key asked: no stored key beyond it is read (etcd pages its scans).
+                    let range = ResolvedRange(lower: .init(key: Array(key(next)), inclusive: true), upper: .init(key: Array(key(keys.count - 1)), inclusive: true))
+                    try reader.scan(range, reverse: false, limit: nil) { stored, _ in
+                        while next < keys.count, Bytewise.compare(key(next), stored) < 0 {
+                            next += 1
+                            strays = 0
+                        }
+                        if next < keys.count {
+                            if Bytewise.compare(key(next), stored) == 0 {
+                                held[next] = true
+                                next += 1
+                                strays = 0
+                            } else {
+                                strays += 1
+                            }
+                        }
+                        guard next < keys.count, strays < Self.strayLimit else {
+                            storeEnded = false
+                            return false
+                        }
+                        return true
+                    }
+                } catch {
+                    throw broken(error)
+                }
+                if storeEnded { break }  // no stored key from the first unanswered to the last asked: none was held
+            }
+            return held
+        }
+    }
+
+    /// Stored keys passed over in a row before the walk seeks again: about what a seek costs in
+    /// keys stepped over on LevelDB, and half of etcd's first page of a scan (64 pairs), which
+    /// one seek fetches anyway.
+    static let strayLimit = 32
+}

@@ -1,4 +1,4 @@
-import StrataEngine
+@_spi(StrataInternals) import StrataEngine
 import StrataKeyCodec
 
 /// The record operations of one transaction. Valid only inside the closure it is passed to.
@@ -48,6 +48,14 @@ public final class TransactionContext {
     /// Whether this transaction records its changes: for observers (``changes``), the change
     /// feed (``changeLog``), or both.
     @inlinable var recordsChanges: Bool { changes != nil || changeLog != nil }
+    /// The transaction's changes whose kinds are told as its body returns, on storage that buffers
+    /// its writes (``DeferredKinds``); `nil` until the first put that must tell its kind.
+    @exclusivity(unchecked) @usableFromInline var deferredKinds: DeferredKinds?
+    /// Whether puts that must tell their kinds leave it to ``deferredKinds``: decided at the
+    /// transaction's first recorded change (`nil` before), `false` again once they are told.
+    @exclusivity(unchecked) @usableFromInline var defersKinds: Bool?
+    /// The changes recorded so far, whether or not an observer wants them.
+    @exclusivity(unchecked) @usableFromInline var recordedChanges = 0
     /// Whether ``changeLog`` was looked up (once per write transaction).
     @exclusivity(unchecked) @usableFromInline var changeLogChecked = false
     /// How the store seals and opens record values (its transforms, from the manifest).
@@ -79,6 +87,7 @@ public final class TransactionContext {
     func runBody<T>(_ body: (TransactionContext) throws -> T) throws -> T {
         let result = try body(self)
         if let partialWrite { throw partialWrite }
+        if deferredKinds != nil { try tellDeferredKinds() }
         if changeLog != nil { try appendToChangeLog() }
         return result
     }
@@ -136,14 +145,20 @@ public final class TransactionContext {
         // (else read before it), and recorded after it (a put that throws, caught by the body,
         // changed nothing).
         let old = !returningReplaced ? nil : try storedRecord(R.self, key: buffer.writer.bytes[..<keyLength], withValue: false)?.record
+        // On storage that buffers its writes, the kind is told as the body returns (``DeferredKinds``).
         let needsKind = recordsChanges && !returningReplaced && changesNeedKinds
+        let kindLater = needsKind && (defersKinds ?? decideKindDeferral())
+        assert(!kindLater || deferredKinds != nil, "a put whose kind is told later, with nothing to tell it")
         let replaced: Bool? = try buffer.writer.bytes.withUnsafeBytes { stored in
             let (key, value) = (UnsafeRawBufferPointer(rebasing: stored[..<keyLength]), UnsafeRawBufferPointer(rebasing: stored[keyLength...]))
-            if needsKind { return try writer.putReportingReplaced(value, forKey: key) }
+            if needsKind && !kindLater { return try writer.putReportingReplaced(value, forKey: key) }
             try writer.put(value, forKey: key)
-            return !recordsChanges ? nil : returningReplaced ? old != nil : true
+            // Recorded as an update when kinds are not needed; as an insert until told, when told later.
+            return !recordsChanges ? nil : returningReplaced ? old != nil : !kindLater
         }
-        if let replaced { recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert, record: record) }
+        if let replaced {
+            recordChange(R.self, key: buffer.writer.bytes[..<keyLength], replaced ? .update : .insert, record: record, kindLater: kindLater)
+        }
         return old
     }
 
@@ -262,20 +277,61 @@ public final class TransactionContext {
     /// Records a change of the record of type `R` stored as `key` (keyspace prefix included);
     /// called only when ``recordsChanges``: for the change feed, every change, without its
     /// record; for observers, those ``changeInterest`` wants, with the record when they keep it.
+    /// `kindLater`: a put whose kind ``deferredKinds`` tells (recorded as an insert until then).
     @inlinable
-    func recordChange<R: Record>(_: R.Type, key: some Collection<UInt8>, _ kind: RecordChange.Kind, record: R? = nil) {
-        let bare = key.dropFirst(prefix(R.self).count)
-        if bare.withContiguousStorageIfAvailable({ recordChange(R.self, key: UnsafeRawBufferPointer($0), kind, record: record) }) == nil {
-            Array(bare).withUnsafeBytes { recordChange(R.self, key: $0, kind, record: record) }
+    func recordChange<R: Record>(_: R.Type, key: some Collection<UInt8>, _ kind: RecordChange.Kind, record: R? = nil, kindLater: Bool = false) {
+        let prefixLength = keyspaces[keyspace(R.self)].prefix.count
+        if key.withContiguousStorageIfAvailable({
+            recordChange(R.self, key: UnsafeRawBufferPointer($0), prefixLength: prefixLength, kind, record: record, kindLater: kindLater)
+        }) == nil {
+            Array(key).withUnsafeBytes { recordChange(R.self, key: $0, prefixLength: prefixLength, kind, record: record, kindLater: kindLater) }
         }
     }
 
+    @inlinable
+    func recordChange<R: Record>(_: R.Type, key: UnsafeRawBufferPointer, prefixLength: Int, _ kind: RecordChange.Kind, record: R?, kindLater: Bool) {
+        let bare = UnsafeRawBufferPointer(rebasing: key[prefixLength...])
+        if defersKinds == nil && changesNeedKinds { _ = decideKindDeferral() }
+        recordedChanges += 1
+        let logged = changeLog?.append(type: ObjectIdentifier(R.self), keyspace: R.recordType.keyspace, kind, key: bare) ?? -1
+        var listed = -1
+        if changes != nil, wantsChange(R.self, key: bare) {
+            let kept = changesKeepRecords ? record.map { ChangedRecord(value: $0) } : nil
+            listed = changes!.count
+            changes!.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(bare)), kind: kind, record: kept))
+        }
+        deferredKinds?.record(key: key, kindLater ? nil : kind, logged: logged, listed: listed)
+    }
+
+    /// At the first change recorded while kinds are needed (or the first put that needs its
+    /// kind): whether puts leave their kinds to ``deferredKinds``. Yes when the storage reads its
+    /// starting state (``StartStateReading``) and no change was recorded yet (every change must
+    /// be listed there, from the first).
     @usableFromInline
-    func recordChange<R: Record>(_: R.Type, key bare: UnsafeRawBufferPointer, _ kind: RecordChange.Kind, record: R?) {
-        changeLog?.append(type: ObjectIdentifier(R.self), keyspace: R.recordType.keyspace, kind, key: bare)
-        guard changes != nil, wantsChange(R.self, key: bare) else { return }
-        let kept = changesKeepRecords ? record.map { ChangedRecord(value: $0) } : nil
-        changes?.append(RecordChange(keyspace: R.recordType.keyspace, key: EncodedIndexKey(bytes: Array(bare)), kind: kind, record: kept))
+    func decideKindDeferral() -> Bool {
+        if recordedChanges == 0, let start = writer as? any StartStateReading, start.readsStartState {
+            deferredKinds = DeferredKinds(start: start)
+            defersKinds = true
+        } else {
+            defersKinds = false
+        }
+        return defersKinds!
+    }
+
+    /// As the body returns: tells the deferred changes' kinds, in the feed's chunks and the
+    /// observers' list (recorded as inserts: only updates are rewritten).
+    @usableFromInline
+    func tellDeferredKinds() throws {
+        guard let deferred = deferredKinds else { return }
+        deferredKinds = nil
+        defersKinds = false  // a put after this (none today) reads its kind as it is made
+        try deferred.resolve { change, kind in
+            if change.logged >= 0 { changeLog?.setKind(kind, at: change.logged) }
+            if change.listed >= 0, let listed = changes?[change.listed] {
+                let index = change.listed
+                changes![index] = RecordChange(keyspace: listed.keyspace, key: listed.key, kind: kind, record: listed.record)
+            }
+        }
     }
 
     /// Whether an observed query may need the change of the record of type `R` stored as `key`

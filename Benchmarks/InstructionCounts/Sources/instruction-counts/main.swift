@@ -74,6 +74,25 @@ case "insert-feed-lmdb", "insert-feed-leveldb":
     // and records its change for the transaction's chunks.
     try store.enableChangeFeed(retention: .commits(100))
     try store.withTransaction { ctx in for i in 0..<count { try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) } }
+case "insert-observed-lmdb", "insert-observed-leveldb":
+    // As bench-observe's fill: the change feed on and 10 queries observing other keys, which
+    // every change is tested against and none wants.
+    try store.enableChangeFeed(retention: .commits(100))
+    let started = DispatchSemaphore(value: 0)
+    let observed = store  // detached: a task made here would run on the main actor, which waits below
+    let observers = (0..<10).map { k in
+        Task.detached {
+            do {
+                for try await _ in observed.observe(Query<Plain>(RecordQuery.all.equal(1_000_000 + k))) { started.signal() }
+            } catch {
+                print("observation failed: \(error)")
+                exit(1)
+            }
+        }
+    }
+    for _ in observers { started.wait() }
+    try store.withTransaction { ctx in for i in 0..<count { try ctx.insert(Plain(id: i, name: "name \(i)", age: i % 90)) } }
+    for observer in observers { observer.cancel() }
 case "insert-1-index-lmdb", "insert-1-index-leveldb":
     try store.withTransaction { ctx in for i in 0..<count { try ctx.insert(OneIndex(id: i, name: "name \(i)", age: i % 90)) } }
 case "insert-3-indexes-lmdb", "insert-3-indexes-leveldb":

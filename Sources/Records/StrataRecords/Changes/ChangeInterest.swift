@@ -66,6 +66,10 @@ struct KeySpans: Sendable {
 
     /// Whether `key` lies in a span.
     func contains(_ key: UnsafeRawBufferPointer) -> Bool {
+        // Below the first span or above the last: most changes, when the observed queries read
+        // other ranges than a fill writes (one comparison each, not a search).
+        guard let first = lows.first, Self.compare(first, key) <= 0 else { return false }
+        if let end = highs[highs.count - 1], Self.compare(end, key) <= 0 { return false }
         // The last span starting at or below the key.
         var (low, high) = (0, lows.count)
         while low < high {

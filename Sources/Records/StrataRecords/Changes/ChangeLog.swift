@@ -131,7 +131,7 @@ enum ChangeLog {
                 keyspaces.append(change.keyspace)
                 return keyspaces.count - 1
             }()
-            change.key.bytes.withUnsafeBytes { ChangeLogChunks.encodeChange(into: &encoded, keyspace: position, change.kind, key: $0) }
+            _ = change.key.bytes.withUnsafeBytes { ChangeLogChunks.encodeChange(into: &encoded, keyspace: position, change.kind, key: $0) }
         }
         return ChangeLogChunks.value(key: key, committedAt: committedAt, writer: writer, total: total, keyspaces: keyspaces,
                                      changes: changes.count, encoded: encoded.bytes[...])

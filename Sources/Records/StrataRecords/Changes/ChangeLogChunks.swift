@@ -67,8 +67,10 @@ struct ChangeLogChunks {
     }
 
     /// Appends a change of the record of `type`, whose keyspace is `keyspace`, stored under `key`
-    /// (its components, without the keyspace).
-    mutating func append(type: ObjectIdentifier, keyspace: @autoclosure () -> String, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer) {
+    /// (its components, without the keyspace); returns where its kind byte is, for
+    /// ``setKind(_:at:)``.
+    @discardableResult @usableFromInline
+    mutating func append(type: ObjectIdentifier, keyspace: @autoclosure () -> String, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer) -> Int {
         let size = key.count + 8  // the key, its length, the keyspace's position and the kind
         if let last = lastType, last.type == type, chunkBytes + size <= budget {
             return encode(position: last.position, kind, key: key, size: size)
@@ -86,13 +88,20 @@ struct ChangeLogChunks {
             chunkBytes += Self.cost(of: name)
         }
         lastType = (type, position!)
-        encode(position: position!, kind, key: key, size: size)
+        return encode(position: position!, kind, key: key, size: size)
     }
 
-    private mutating func encode(position: Int, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer, size: Int) {
-        Self.encodeChange(into: &bytes, keyspace: position, kind, key: key)
+    private mutating func encode(position: Int, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer, size: Int) -> Int {
+        let kindOffset = Self.encodeChange(into: &bytes, keyspace: position, kind, key: key)
         chunkBytes += size
         count += 1
+        return kindOffset
+    }
+
+    /// Rewrites the kind of the change whose kind byte ``append(type:keyspace:_:key:)`` put at
+    /// `offset` (a kind told once the transaction's body returned: ``DeferredKinds``).
+    mutating func setKind(_ kind: RecordChange.Kind, at offset: Int) {
+        bytes.bytes[offset] = kind.code
     }
 
     /// About the bytes a keyspace's name takes in a chunk's list (its length is a varint: 2 bytes
@@ -111,11 +120,24 @@ struct ChangeLogChunks {
     }
 
     /// One change as a chunk holds it: its keyspace's position in the chunk's list, its kind and
-    /// its key.
-    static func encodeChange(into w: inout FieldWriter, keyspace position: Int, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer) {
+    /// its key; returns the offset of its kind byte in `w`.
+    @discardableResult
+    static func encodeChange(into w: inout FieldWriter, keyspace position: Int, _ kind: RecordChange.Kind, key: UnsafeRawBufferPointer) -> Int {
+        // Both varints take one byte but for a chunk of more than 127 keyspaces or a key of more
+        // than 127 bytes: appended straight (a call each cost the feed a sixth of its instructions).
+        if position < 0x80 && key.count < 0x80 {
+            let kindOffset = w.bytes.count + 1
+            w.bytes.append(UInt8(position))
+            w.bytes.append(kind.code)
+            w.bytes.append(UInt8(key.count))
+            w.bytes.append(contentsOf: key.assumingMemoryBound(to: UInt8.self))
+            return kindOffset
+        }
         w.writeVarint(UInt64(position))
+        let kindOffset = w.bytes.count
         w.write(kind.code)
         w.writeBytes(key)
+        return kindOffset
     }
 
     /// A chunk's value: committed-at milliseconds, the writing store's identity, the
