@@ -142,7 +142,7 @@ struct CatalogEntry: Equatable {
         var prepared: [ObjectIdentifier: PreparedIndexes] = [:]
     }
     private let state = Locked(State())
-    typealias PreparedIndexes = (catalog: (range: KeyRange, prefixLength: Int), stored: [UInt8], indexes: [ActiveIndex])
+    typealias PreparedIndexes = (catalog: IndexCatalog.CatalogRange, stored: [UInt8], indexes: [ActiveIndex])
 
     /// `R`'s indexes as last remembered; valid for exactly the catalog bytes they hold.
     func preparedIndexes<R: Record>(_: R.Type) -> PreparedIndexes? { state.withLock { $0.prepared[ObjectIdentifier(R.self)] } }

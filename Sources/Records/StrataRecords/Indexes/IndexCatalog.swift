@@ -221,18 +221,29 @@ enum IndexCatalog {
     }
 
     /// Where `keyspace`'s index catalog entries are: every key starting with `00 enc("index", keyspace)`.
-    static func catalogRange(keyspace: String) -> (range: KeyRange, prefixLength: Int) {
+    static func catalogRange(keyspace: String) -> CatalogRange {
         let prefix = SystemKey.prefix + KeyCodec.encode("index", keyspace)
-        return (KeyRange.components(prefix: prefix), prefix.count)
+        return CatalogRange(prefix: prefix, end: prefix + [0xFF])
+    }
+
+    /// The keys `[prefix, end)` of a keyspace's index catalog (`KeyRange.components(prefix:)`'s
+    /// range of the prefix). Kept as two byte arrays rather than a `KeyRange`: a store remembers
+    /// it (`Catalog`), and LeakSanitizer cannot follow an array held in `KeyBound`'s payload,
+    /// whose tag is stored in the pointer's spare bits, so a remembered range read as leaked.
+    struct CatalogRange {
+        let prefix: [UInt8]
+        let end: [UInt8]
+        var range: KeyRange { KeyRange(lower: .inclusive(prefix), upper: .exclusive(end)) }
     }
 
     /// The index catalog entries in `catalog` (``catalogRange(keyspace:)``) as stored, in key
     /// order: each one's name (its key after the range's prefix) and its value, length-prefixed.
     /// What ``stored(keyspace:in:)`` decodes, and what a remembered ``prepare`` result was derived from.
-    static func storedBytes(_ catalog: (range: KeyRange, prefixLength: Int), in tx: any KeyValueReader) throws -> [UInt8] {
+    static func storedBytes(_ catalog: CatalogRange, in tx: any KeyValueReader) throws -> [UInt8] {
         var bytes = FieldWriter()
+        let prefixLength = catalog.prefix.count
         try tx.scan(catalog.range, reverse: false, limit: nil) { key, value in
-            bytes.writeBytes(UnsafeRawBufferPointer(rebasing: key[catalog.prefixLength...]))
+            bytes.writeBytes(UnsafeRawBufferPointer(rebasing: key[prefixLength...]))
             bytes.writeBytes(value)
             return true
         }
