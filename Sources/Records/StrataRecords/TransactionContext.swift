@@ -49,7 +49,7 @@ public final class TransactionContext {
     /// feed (``changeLog``), or both.
     @inlinable var recordsChanges: Bool { changes != nil || changeLog != nil }
     /// The transaction's changes whose kinds are told as its body returns, on storage that buffers
-    /// its writes (``DeferredKinds``); `nil` until the first put that must tell its kind.
+    /// its writes (``DeferredKinds``); made at the first change recorded while kinds are needed.
     @exclusivity(unchecked) @usableFromInline var deferredKinds: DeferredKinds?
     /// Whether puts that must tell their kinds leave it to ``deferredKinds``: decided at the
     /// transaction's first recorded change (`nil` before), `false` again once they are told.

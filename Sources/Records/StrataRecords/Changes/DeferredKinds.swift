@@ -46,23 +46,17 @@ struct DeferredKinds {
     func resolve(_ decide: (Change, RecordChange.Kind) -> Void) throws {
         guard undecided > 0 else { return }
         let keys = self.keys
-        // Only undecided puts, of keys in ascending order, each once (a fill): the keys are asked as they are.
-        if undecided == changes.count, keys.withBytes({ packed in
-            (1..<max(keys.count, 1)).allSatisfy { i in
-                Bytewise.compare(UnsafeRawBufferPointer(rebasing: packed[keys.range(of: i - 1)]), UnsafeRawBufferPointer(rebasing: packed[keys.range(of: i)])) < 0
-            }
-        }) {
-            for (change, held) in zip(changes, try start.keysHeld(atStart: keys)) where held { decide(change, .update) }
-            return
-        }
         let (order, firsts, asked) = keys.withBytes { packed in
             let compare = { (a: Int, b: Int) in
                 Bytewise.compare(UnsafeRawBufferPointer(rebasing: packed[keys.range(of: a)]), UnsafeRawBufferPointer(rebasing: packed[keys.range(of: b)]))
             }
             // The changes by key, and in order within a key. A transaction that writes keys in
-            // ascending order, each once (a fill), is in that order already.
+            // ascending order, each once (a fill), is in that order already; if its changes are
+            // all undecided puts, the keys are asked as they are (`order` and `firsts` empty).
+            let sorted = changes.indices.dropFirst().allSatisfy { compare($0 - 1, $0) < 0 }
+            if sorted && undecided == changes.count { return ([Int](), [Int](), keys) }
             var order = Array(changes.indices)
-            if !order.indices.dropFirst().allSatisfy({ compare($0 - 1, $0) < 0 }) {
+            if !sorted {
                 order.sort { a, b in
                     let c = compare(a, b)
                     return c != 0 ? c < 0 : a < b
@@ -77,6 +71,10 @@ struct DeferredKinds {
                 if changes[change].kind == nil { asked.append(UnsafeRawBufferPointer(rebasing: packed[keys.range(of: change)])) }
             }
             return (order, firsts, asked)
+        }
+        if order.isEmpty {  // a fill: every change undecided, one per key, in key order
+            for (change, held) in zip(changes, try start.keysHeld(atStart: asked)) where held { decide(change, .update) }
+            return
         }
         let held = try start.keysHeld(atStart: asked)
         var next = 0
